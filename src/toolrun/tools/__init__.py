@@ -1,0 +1,20 @@
+"""Defining tools: `@tool`, `Tool.from_function`, `Tool.from_schema`, `Tool` subclasses, and their options."""
+
+from toolrun.tools._context import ToolBudget, ToolCall, ToolContext
+from toolrun.tools._decorator import tool
+from toolrun.tools._options import RateLimit, ToolExample, ToolOptions, parse_rate_limit
+from toolrun.tools._tool import NAME_PATTERN, PROVIDER_NAME_PATTERN, Tool
+
+__all__ = [
+    "NAME_PATTERN",
+    "PROVIDER_NAME_PATTERN",
+    "RateLimit",
+    "Tool",
+    "ToolBudget",
+    "ToolCall",
+    "ToolContext",
+    "ToolExample",
+    "ToolOptions",
+    "parse_rate_limit",
+    "tool",
+]

@@ -1,0 +1,98 @@
+"""The two values that travel with every call: what the model asked for, and who is asking."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
+
+__all__ = ["ToolBudget", "ToolCall", "ToolContext"]
+
+DepsT = TypeVar("DepsT", default=Any)
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCall:
+    """One tool call as a model made it, provider-neutral.
+
+    `arguments` stays as the model sent it (usually a JSON string) until the executor validates it, so a
+    malformed payload can be reported back instead of failing in a parser.
+    """
+
+    id: str = field(default_factory=lambda: f"call_{uuid.uuid4().hex[:24]}")
+    """The provider's call id; results are matched to calls by it."""
+    name: str
+    """The tool name as the model gave it (a provider-safe alias is mapped back by the registry)."""
+    arguments: str | Mapping[str, Any] | None = None
+    """A JSON object as text, an already-decoded mapping, or None for no arguments."""
+
+    def to_dict(self) -> dict[str, Any]:
+        args = self.arguments if isinstance(self.arguments, str | None) else dict(self.arguments)
+        return {"id": self.id, "name": self.name, "arguments": args}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        return cls(id=data["id"], name=data["name"], arguments=data.get("arguments"))
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolBudget:
+    """A mutable allowance shared by every call made under one context (e.g. one agent run)."""
+
+    max_calls: int | None = None
+    """How many tool calls may start; None for no limit."""
+    calls_used: int = 0
+    """How many have started so far."""
+
+    @property
+    def exhausted(self) -> bool:
+        return self.max_calls is not None and self.calls_used >= self.max_calls
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolContext(Generic[DepsT]):
+    """Who is calling and under what limits. Tools receive it by declaring a parameter typed `ToolContext`.
+
+    A context is cheap to copy (`evolve`); the `budget` and `state` objects are shared between copies on
+    purpose, so that every call of one run spends from, and sees, the same ones.
+    """
+
+    user_id: str | None = None
+    """The principal on whose behalf tools run; rate limits, approvals and private caches key on it."""
+    roles: tuple[str, ...] = ()
+    """The principal's roles, matched against each tool's `roles` option."""
+    allowed_tools: frozenset[str] | None = None
+    """If set, only these tool names may run under this context (an allowlist on top of roles)."""
+    conversation_id: str | None = None
+    """The conversation or session this call belongs to."""
+    trace_id: str | None = None
+    """A correlation id carried into events, audit records and spans."""
+    deadline: float | None = None
+    """Wall-clock time (`time.time()` seconds) after which no tool may start."""
+    budget: ToolBudget | None = None
+    """Shared allowance of tool calls."""
+    state: dict[str, Any] | None = None
+    """Session state tools may change; restored by the executor when a handler fails."""
+    deps: DepsT = None  # type: ignore[assignment]
+    """Your own dependencies (database handles, clients) for tools to use."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Anything else the application wants to hand to tools."""
+
+    def evolve(self, **changes: Any) -> ToolContext[DepsT]:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def with_timeout(self, seconds: float) -> ToolContext[DepsT]:
+        """A copy whose deadline is `seconds` from now (or sooner, if the current deadline is sooner)."""
+        new = time.time() + seconds
+        deadline = new if self.deadline is None else min(self.deadline, new)
+        return replace(self, deadline=deadline)
+
+    @property
+    def time_left(self) -> float | None:
+        """Seconds until the deadline, or None without one."""
+        return None if self.deadline is None else self.deadline - time.time()

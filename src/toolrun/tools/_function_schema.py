@@ -1,0 +1,262 @@
+"""Build a tool's schema from a Python signature and docstring.
+
+The one place that reads a function: parameters become a Pydantic model (the validator) and a JSON Schema
+(what providers see); a parameter typed `ToolContext` is injected, never shown; a single Pydantic-model
+parameter may stand for the whole argument object; the return annotation gives an output type.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, WrapValidator, create_model
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from toolrun.exceptions import ToolDefinitionError
+from toolrun.tools._context import ToolContext
+from toolrun.tools._docstrings import parse_docstring
+from toolrun.tools._validation import PydanticArguments
+
+__all__ = ["FunctionSchema", "build_function_schema", "clean_schema", "is_context_annotation"]
+
+_FORBID = ConfigDict(extra="forbid")
+_NO_RETURN = inspect.Signature.empty
+
+
+@dataclass(kw_only=True)
+class FunctionSchema:
+    """Everything toolrun learns from reading one function."""
+
+    name: str
+    """The function's name."""
+    description: str
+    """The docstring's text before its sections."""
+    parameters: dict[str, Any]
+    """The JSON Schema of the arguments object."""
+    validator: PydanticArguments
+    """Validates a model's arguments into keyword arguments."""
+    context_param: str | None = None
+    """The name of the parameter that receives the `ToolContext`, if any."""
+    positional_only: tuple[str, ...] = ()
+    """Parameters that must be passed by position, in order."""
+    return_type: Any = _NO_RETURN
+    """The return annotation (`inspect.Signature.empty` when there is none)."""
+    param_descriptions: dict[str, str] = field(default_factory=dict)
+    """Descriptions read from the docstring."""
+    is_async: bool = False
+    """Whether calling the handler gives an awaitable."""
+
+
+def is_context_annotation(annotation: Any) -> bool:
+    """True for `ToolContext`, `ToolContext[Deps]`, and optional forms of them."""
+    if annotation is ToolContext or get_origin(annotation) is ToolContext:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, ToolContext):
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return is_context_annotation(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and is_context_annotation(args[0])
+    return False
+
+
+def _admits_none(annotation: Any) -> bool:
+    if annotation is Any or annotation is None or annotation is type(None) or annotation is object:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _admits_none(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return any(_admits_none(a) for a in get_args(annotation))
+    if origin is typing.Literal:
+        return None in get_args(annotation)
+    return False
+
+
+def _null_means_default(default: Any, factory: Callable[[], Any] | None) -> WrapValidator:
+    """A `null` from the model for an optional, non-nullable parameter means "use the default"."""
+
+    def validate(value: Any, handler: Callable[[Any], Any]) -> Any:
+        if value is None:
+            return factory() if factory is not None else default
+        return handler(value)
+
+    return WrapValidator(validate)
+
+
+def _has_description(annotation: Any) -> bool:
+    if get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])
+
+
+def _single_model(params: list[inspect.Parameter], hints: Mapping[str, Any]) -> str | None:
+    if len(params) != 1:
+        return None
+    annotation = hints.get(params[0].name)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return params[0].name
+    return None
+
+
+def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
+    """The user's own model, made to reject unknown fields unless it says otherwise."""
+    if model.model_config.get("extra") in ("forbid", "allow"):
+        return model
+    return type(model.__name__, (model,), {"model_config": _FORBID, "__doc__": model.__doc__})
+
+
+def build_function_schema(
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    flatten_model: bool = True,
+) -> FunctionSchema:
+    """Read `fn` into a `FunctionSchema`; raise `ToolDefinitionError` for anything a tool cannot take."""
+    try:
+        signature = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except (NameError, TypeError) as exc:
+        raise ToolDefinitionError(
+            f"Tool {name!r}: cannot read the type annotations of {fn!r} ({exc}). Make every annotation "
+            "importable at module level (avoid names defined only under TYPE_CHECKING)."
+        ) from exc
+    doc = parse_docstring(inspect.getdoc(fn))
+    context_param: str | None = None
+    params: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            star = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            raise ToolDefinitionError(
+                f"Tool {name!r}: parameter {star}{param.name} is not supported; a model sends named "
+                "arguments only. Declare each parameter explicitly (or take one Pydantic model)."
+            )
+        annotation = hints.get(param.name, Any)
+        if is_context_annotation(annotation):
+            if context_param is not None:
+                raise ToolDefinitionError(f"Tool {name!r}: only one parameter may take the ToolContext.")
+            context_param = param.name
+            continue
+        params.append(param)
+
+    positional_only = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
+    model_param = _single_model(params, hints) if flatten_model else None
+    renamed: dict[str, str] = {}
+    if model_param is not None:
+        model = _strict_model(hints[model_param])
+    else:
+        fields: dict[str, Any] = {}
+        for index, param in enumerate(params):
+            annotation = hints.get(param.name, Any)
+            default = param.default
+            factory: Any = None
+            given: FieldInfo | None = None
+            if isinstance(default, FieldInfo):
+                given = default
+                default = given.default
+                factory = given.default_factory
+            optional = (
+                default is not param.empty and default is not PydanticUndefined
+            ) or factory is not None
+            if optional and not _admits_none(annotation):
+                annotation = Annotated[annotation, _null_means_default(default, factory)]
+            extra: dict[str, Any] = {}
+            has_desc = (given is not None and given.description) or _has_description(annotation)
+            if not has_desc and param.name in doc.params:
+                extra["description"] = doc.params[param.name]
+            field_name = param.name
+            if field_name.startswith("_") or hasattr(BaseModel, field_name):
+                field_name = f"p{index}_{param.name.strip('_') or 'arg'}"
+                extra["alias"] = param.name
+                renamed[field_name] = param.name
+            if given is not None:
+                # Extra attributes ride in Annotated; Pydantic merges them under the given Field.
+                if extra:
+                    annotation = Annotated[annotation, Field(**extra)]
+                field_info = given
+            elif default is param.empty:
+                field_info = Field(**extra)
+            else:
+                field_info = Field(default=default, **extra)
+            fields[field_name] = (annotation, field_info)
+        try:
+            model = create_model(f"{_model_name(name)}Arguments", __config__=_FORBID, **fields)
+        except Exception as exc:  # Pydantic raises several types for unsupported annotations
+            raise ToolDefinitionError(
+                f"Tool {name!r}: cannot build a schema for its parameters: {exc}"
+            ) from exc
+
+    parameters = model_json_schema(name, model)
+    validator = PydanticArguments(name, model, model_param=model_param, renamed=renamed)
+    return FunctionSchema(
+        name=fn.__name__ if hasattr(fn, "__name__") else name,
+        description=doc.description,
+        parameters=parameters,
+        validator=validator,
+        context_param=context_param,
+        positional_only=positional_only,
+        return_type=hints.get("return", _NO_RETURN),
+        param_descriptions=doc.params,
+        is_async=inspect.iscoroutinefunction(fn)
+        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004,
+    )
+
+
+def _model_name(name: str) -> str:
+    return (
+        "".join(part.capitalize() for part in name.replace("-", "_").replace(".", "_").split("_")) or "Tool"
+    )
+
+
+def model_json_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
+    """The arguments schema of `model`, cleaned of Pydantic's titles."""
+    try:
+        with warnings.catch_warnings():
+            # A default that cannot be shown in JSON is left out of the schema; that is fine here.
+            warnings.simplefilter("ignore")
+            schema = model.model_json_schema(by_alias=True)
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"Tool {name!r}: cannot express its parameters as JSON Schema: {exc}"
+        ) from exc
+    clean_schema(schema)
+    schema.setdefault("properties", {})
+    return schema
+
+
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SUBSCHEMA_ONE = ("items", "additionalProperties", "not", "contains")
+
+
+def clean_schema(schema: dict[str, Any]) -> None:
+    """Drop the `title` keywords Pydantic adds to every model and field (noise for a model), in place.
+
+    Only `title` keywords are removed: a *property* called "title" is kept. Walks iteratively.
+    """
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node.get("title"), str):
+            del node["title"]
+        for key in _SUBSCHEMA_LISTS:
+            for sub in node.get(key, ()) or ():
+                if isinstance(sub, dict):
+                    stack.append(sub)
+        for key in _SUBSCHEMA_MAPS:
+            mapping = node.get(key)
+            if isinstance(mapping, dict):
+                stack.extend(v for v in mapping.values() if isinstance(v, dict))
+        for key in _SUBSCHEMA_ONE:
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                stack.append(sub)

@@ -1,0 +1,204 @@
+"""Per-tool options: annotations (what a tool does) and policies (how the executor treats it).
+
+Options are plain data here; `toolrun.runtime` gives them behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolrun.exceptions import ToolDefinitionError
+
+__all__ = ["RateLimit", "ToolExample", "ToolOptions", "parse_rate_limit"]
+
+_PERIODS = {
+    "s": 1.0,
+    "sec": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "days": 86400.0,
+}
+_RATE_RE = re.compile(r"^\s*(\d+)\s*(?:/|per)\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RateLimit:
+    """At most `limit` calls per `period` seconds, per principal, counted under `key`.
+
+    Tools that give the same `key` share one limit (e.g. every tool that calls one external API).
+    """
+
+    limit: int
+    """Calls allowed per period (also the burst size of the token bucket)."""
+    period: float
+    """Length of the period in seconds."""
+    key: str | None = None
+    """The bucket's name; None means the tool's own name."""
+
+    def __post_init__(self) -> None:
+        if self.limit < 1 or not math.isfinite(self.period) or self.period <= 0:
+            raise ToolDefinitionError(
+                f"Invalid rate limit {self.limit}/{self.period}s: both must be positive."
+            )
+
+    @property
+    def rate(self) -> float:
+        """Tokens refilled per second."""
+        return self.limit / self.period
+
+
+def parse_rate_limit(spec: str | RateLimit | Mapping[str, Any], *, key: str | None = None) -> RateLimit:
+    """Read `"5/minute"`, `"100 per hour"`, `"10/30s"`, a `RateLimit`, or `{"limit": 5, "period": 60}`."""
+    if isinstance(spec, RateLimit):
+        return spec if key is None else RateLimit(limit=spec.limit, period=spec.period, key=key)
+    if isinstance(spec, Mapping):
+        return RateLimit(limit=int(spec["limit"]), period=float(spec["period"]), key=spec.get("key", key))
+    match = _RATE_RE.match(spec)
+    if not match or match.group(3).lower() not in _PERIODS:
+        raise ToolDefinitionError(
+            f"Cannot read rate limit {spec!r}: write it as '<count>/<period>', e.g. '5/minute', "
+            "'100/hour' or '10/30s'."
+        )
+    count, multiple, unit = match.groups()
+    period = float(multiple or 1) * _PERIODS[unit.lower()]
+    return RateLimit(limit=int(count), period=period, key=key)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolExample:
+    """A worked example: arguments a model may send and (optionally) what the tool returns."""
+
+    input: dict[str, Any]
+    """Arguments, as the model would send them."""
+    output: Any = None
+    """The tool's result for those arguments; checked against the output type when one is declared."""
+    description: str | None = None
+    """When this example applies."""
+
+    @classmethod
+    def coerce(cls, value: ToolExample | Mapping[str, Any]) -> ToolExample:
+        if isinstance(value, ToolExample):
+            return value
+        if "input" not in value:
+            raise ToolDefinitionError(
+                "An example must be a ToolExample or a mapping with an 'input' key "
+                f"(and optionally 'output', 'description'); got keys {sorted(value)}."
+            )
+        return cls(
+            input=dict(value["input"]), output=value.get("output"), description=value.get("description")
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOptions:
+    """What a tool does (annotations) and how the executor must treat it (policies)."""
+
+    read_only: bool = False
+    """Does not change anything (MCP `readOnlyHint`). Implies `idempotent`."""
+    destructive: bool = False
+    """May delete or overwrite irreversibly (MCP `destructiveHint`). Needs confirmation by default."""
+    idempotent: bool = False
+    """Calling again with the same arguments has no further effect: safe to retry and to cache."""
+    open_world: bool | None = None
+    """Reaches outside systems (web, email, third-party APIs) (MCP `openWorldHint`)."""
+    private: bool = False
+    """Returns one principal's private data: cached per principal, never shared."""
+    requires_confirmation: bool = False
+    """A person must approve each call, bound to its exact arguments. Defaults to `destructive`."""
+    timeout: float | None = None
+    """Seconds the handler may run; None for the executor's default."""
+    retries: int = 0
+    """Extra attempts for retryable failures (only where a retry is safe)."""
+    rate_limit: RateLimit | None = None
+    """Calls allowed per principal per period."""
+    cache_ttl: float | None = None
+    """Seconds a result may be served from cache (read-only or idempotent tools only)."""
+    roles: frozenset[str] | None = None
+    """Roles allowed to call the tool; None for everyone."""
+    tags: frozenset[str] = field(default_factory=frozenset)
+    """Free labels, for filtered registry views."""
+    sequential: bool = False
+    """Never run concurrently with other calls of the same batch."""
+    examples: tuple[ToolExample, ...] = ()
+    """Worked examples, validated at definition time."""
+
+    @property
+    def effective_idempotent(self) -> bool:
+        return self.idempotent or self.read_only
+
+
+_OPTION_NAMES = frozenset(ToolOptions.__dataclass_fields__)
+
+
+def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
+    """Check and normalise user-given options; contradictions are refused with the fix in the message."""
+    unknown = set(options) - _OPTION_NAMES
+    if unknown:
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: unknown option(s) {sorted(unknown)}. Known: {sorted(_OPTION_NAMES)}."
+        )
+    values = dict(options)
+    read_only = bool(values.get("read_only", False))
+    destructive = bool(values.get("destructive", False))
+    if read_only and destructive:
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r} cannot be both read_only and destructive: a tool that only reads "
+            "cannot destroy anything. Drop one of the two."
+        )
+    if values.get("requires_confirmation") is None:
+        values["requires_confirmation"] = destructive
+    if read_only:
+        values["idempotent"] = True
+
+    timeout = values.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf
+    ):
+        raise ToolDefinitionError(f"Tool {tool_name!r}: timeout must be a positive number of seconds.")
+    retries = values.get("retries", 0)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ToolDefinitionError(f"Tool {tool_name!r}: retries must be a whole number >= 0.")
+
+    cache_ttl = values.get("cache_ttl")
+    if cache_ttl is not None:
+        if isinstance(cache_ttl, bool) or not isinstance(cache_ttl, int | float) or cache_ttl <= 0:
+            raise ToolDefinitionError(f"Tool {tool_name!r}: cache_ttl must be a positive number of seconds.")
+        if not (read_only or values.get("idempotent")):
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: cache_ttl needs read_only=True or idempotent=True; caching a tool "
+                "with side effects would skip those effects."
+            )
+        if destructive:
+            raise ToolDefinitionError(f"Tool {tool_name!r}: a destructive tool cannot be cached.")
+
+    rate_limit = values.get("rate_limit")
+    if rate_limit is not None:
+        values["rate_limit"] = parse_rate_limit(rate_limit)
+
+    for name in ("roles", "tags"):
+        raw = values.get(name)
+        if raw is None:
+            continue
+        if isinstance(raw, str):
+            raw = (raw,)
+        if not isinstance(raw, Iterable) or not all(isinstance(r, str) and r for r in raw):
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: {name} must be a collection of non-empty strings."
+            )
+        values[name] = frozenset(raw)
+
+    values["examples"] = tuple(ToolExample.coerce(e) for e in values.get("examples", ()) or ())
+    return ToolOptions(**values)
