@@ -251,8 +251,14 @@ class ToolRegistry(ToolSet):
         elif options:
             raise TypeError("Options go on the tool's definition when registering an existing Tool.")
         with self._lock:
-            if tool.name in self._tools or tool.name in self._aliases:
+            if tool.name in self._tools:
                 raise ToolAlreadyExistsError(tool.name, self._free_names(tool.name))
+            displaced = self._aliases.pop(tool.name, None)
+            if displaced is not None:
+                # A real name wins over another tool's alias; that tool moves to its hashed alias.
+                moved = _hashed_alias(displaced)
+                self._aliases[moved] = displaced
+                self._wire[displaced] = moved
             alias = provider_safe_name(tool.name)
             if alias != tool.name and (alias in self._tools or alias in self._aliases):
                 alias = _hashed_alias(tool.name)

@@ -8,6 +8,7 @@ parameter may stand for the whole argument object; the return annotation gives a
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 import typing
 import warnings
@@ -124,7 +125,7 @@ def build_function_schema(
     """Read `fn` into a `FunctionSchema`; raise `ToolDefinitionError` for anything a tool cannot take."""
     try:
         signature = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = _type_hints(fn)
     except (NameError, TypeError) as exc:
         raise ToolDefinitionError(
             f"Tool {name!r}: cannot read the type annotations of {fn!r} ({exc}). Make every annotation "
@@ -209,6 +210,31 @@ def build_function_schema(
         is_async=inspect.iscoroutinefunction(fn)
         or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004,
     )
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Annotations resolved; names local to the function defining the tool are found too.
+
+    With `from __future__ import annotations` a type defined inside a function (a test, a factory) is
+    only a string; like Pydantic, look it up in the enclosing frames' locals when the globals lack it.
+    """
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except NameError:
+        localns: dict[str, Any] = {}
+        owner = getattr(fn, "__self__", None)
+        if owner is not None:  # a method: names in its class body (e.g. a nested `Params` model)
+            for klass in type(owner).__mro__:
+                for key, value in vars(klass).items():
+                    localns.setdefault(key, value)
+        frame = sys._getframe(1)
+        for _ in range(12):
+            if frame is None:
+                break
+            for key, value in frame.f_locals.items():
+                localns.setdefault(key, value)
+            frame = frame.f_back  # type: ignore[assignment]
+        return typing.get_type_hints(fn, localns=localns, include_extras=True)
 
 
 def _model_name(name: str) -> str:

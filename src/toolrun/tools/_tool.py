@@ -184,6 +184,8 @@ class Tool:
                 f"type {schema.get('type')!r}. Wrap a single value in an object with one property."
             )
         schema.setdefault("properties", {})
+        # Unknown fields are rejected unless the schema explicitly allows them; the export says so too.
+        schema.setdefault("additionalProperties", False)
         try:
             Draft202012Validator.check_schema(schema)
         except JsonSchemaSchemaError as exc:
@@ -359,7 +361,7 @@ class Tool:
                     )
 
     def __repr__(self) -> str:
-        return f"<Tool {self.name!r}>"
+        return f"<Tool {getattr(self, 'name', '?')!r}>"
 
 
 def _find_context_param(handler: Callable[..., Any]) -> str | None:

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from toolrun import ErrorCode, ToolError, ToolResult
+
+
+def test_constructors_and_render() -> None:
+    ok = ToolResult.ok({"id": 1, "title": "café"})
+    assert ok.status == "ok" and ok.is_ok
+    assert ok.render() == '{"id":1,"title":"café"}'
+    assert ToolResult.ok("plain").render() == "plain"
+    assert ToolResult.ok({"a": 1}, message="Created task 1.").render() == "Created task 1."
+    hidden = ToolResult.ok({"secret": 1}, exclude_value_from_context=True)
+    assert "secret" not in hidden.render()
+
+    err = ToolResult.error(
+        ErrorCode.RATE_LIMITED,
+        "Too many calls.",
+        retryable=True,
+        recover_action="Wait 3 s.",
+        details={"retry_after": 3},
+    )
+    assert err.status == "error" and err.is_error
+    assert err.error is not None and err.error.code == "RATE_LIMITED"
+    assert err.render() == "Error RATE_LIMITED: Too many calls.\nWhat to do: Wait 3 s."
+
+    pending = ToolResult.confirmation_required_result("conf_1", "delete task t1")
+    assert pending.confirmation_id == "conf_1"
+    assert "has NOT run" in pending.render()
+
+
+def test_tool_error_custom_code_and_round_trip() -> None:
+    err = ToolError("INVALID_TITLE", "Title too long.", recover_action="Shorten it.", details={"max": 80})
+    assert err.code == "INVALID_TITLE"
+    assert ToolError.from_dict(err.to_dict()) == err
+    result = ToolResult.fail(err, call_id="c1", tool_name="add_task", attempts=1, duration=0.01)
+    assert ToolResult.from_dict(result.to_dict()) == result
+    assert isinstance(err, Exception)
+
+
+def test_error_code_is_a_string() -> None:
+    assert ErrorCode.NOT_FOUND == "NOT_FOUND"
+    assert {c.value for c in ErrorCode} >= {
+        "NOT_FOUND",
+        "PERMISSION_DENIED",
+        "INVALID_ARGUMENTS",
+        "CONFIRMATION_DENIED",
+        "CONFIRMATION_EXPIRED",
+        "RATE_LIMITED",
+        "DEADLINE_EXCEEDED",
+        "BUDGET_EXCEEDED",
+        "TIMEOUT",
+        "EXECUTION_FAILED",
+        "RESULT_INVALID",
+    }
