@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, WrapValidator, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WrapValidator, create_model
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
+from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from toolrun.exceptions import ToolDefinitionError
 from toolrun.tools._context import ToolContext
@@ -41,8 +41,8 @@ class FunctionSchema:
     """The docstring's text before its sections."""
     parameters: dict[str, Any]
     """The JSON Schema of the arguments object."""
-    validator: PydanticArguments
-    """Validates a model's arguments into keyword arguments."""
+    make_validator: Callable[[], PydanticArguments]
+    """Builds the validator of a model's arguments (possibly on first use)."""
     context_param: str | None = None
     """The name of the parameter that receives the `ToolContext`, if any."""
     positional_only: tuple[str, ...] = ()
@@ -151,65 +151,144 @@ def build_function_schema(
 
     positional_only = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
     model_param = _single_model(params, hints) if flatten_model else None
-    renamed: dict[str, str] = {}
+    make_validator: Callable[[], PydanticArguments]
     if model_param is not None:
         model = _strict_model(hints[model_param])
+        parameters = model_json_schema(name, model)
+        ready = PydanticArguments(name, model, model_param=model_param)
+        make_validator = lambda: ready  # noqa: E731
     else:
-        fields: dict[str, Any] = {}
-        for index, param in enumerate(params):
-            annotation = hints.get(param.name, Any)
-            default = param.default
-            factory: Any = None
-            given: FieldInfo | None = None
-            if isinstance(default, FieldInfo):
-                given = default
-                default = given.default
-                factory = given.default_factory
-            optional = (
-                default is not param.empty and default is not PydanticUndefined
-            ) or factory is not None
-            if optional and not _admits_none(annotation):
-                annotation = Annotated[annotation, _null_means_default(default, factory)]
-            extra: dict[str, Any] = {}
-            has_desc = (given is not None and given.description) or _has_description(annotation)
-            if not has_desc and param.name in doc.params:
-                extra["description"] = doc.params[param.name]
-            field_name = param.name
-            if field_name.startswith("_") or hasattr(BaseModel, field_name):
-                field_name = f"p{index}_{param.name.strip('_') or 'arg'}"
-                extra["alias"] = param.name
-                renamed[field_name] = param.name
-            if given is not None:
-                # Extra attributes ride in Annotated; Pydantic merges them under the given Field.
-                if extra:
-                    annotation = Annotated[annotation, Field(**extra)]
-                field_info = given
-            elif default is param.empty:
-                field_info = Field(**extra)
-            else:
-                field_info = Field(default=default, **extra)
-            fields[field_name] = (annotation, field_info)
-        try:
-            model = create_model(f"{_model_name(name)}Arguments", __config__=_FORBID, **fields)
-        except Exception as exc:  # Pydantic raises several types for unsupported annotations
-            raise ToolDefinitionError(
-                f"Tool {name!r}: cannot build a schema for its parameters: {exc}"
-            ) from exc
+        composed = _compose_schema(name, params, hints, doc.params)
+        if composed is not None:
+            # The validator model is built on first use: registering and exporting many tools stays cheap.
+            parameters = composed
+            make_validator = lambda: _arguments_model(name, params, hints, doc.params)  # noqa: E731
+        else:
+            eager = _arguments_model(name, params, hints, doc.params)
+            parameters = model_json_schema(name, eager.model)
+            make_validator = lambda: eager  # noqa: E731
 
-    parameters = model_json_schema(name, model)
-    validator = PydanticArguments(name, model, model_param=model_param, renamed=renamed)
     return FunctionSchema(
         name=fn.__name__ if hasattr(fn, "__name__") else name,
         description=doc.description,
         parameters=parameters,
-        validator=validator,
+        make_validator=make_validator,
         context_param=context_param,
         positional_only=positional_only,
         return_type=hints.get("return", _NO_RETURN),
         param_descriptions=doc.params,
         is_async=inspect.iscoroutinefunction(fn)
-        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004,
+        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004
     )
+
+
+def _arguments_model(
+    name: str, params: list[inspect.Parameter], hints: Mapping[str, Any], descriptions: Mapping[str, str]
+) -> PydanticArguments:
+    """The Pydantic model that validates a model's arguments, one field per parameter."""
+    renamed: dict[str, str] = {}
+    fields: dict[str, Any] = {}
+    for index, param in enumerate(params):
+        annotation = hints.get(param.name, Any)
+        default = param.default
+        factory: Any = None
+        given: FieldInfo | None = None
+        if isinstance(default, FieldInfo):
+            given = default
+            default = given.default
+            factory = given.default_factory
+        optional = (default is not param.empty and default is not PydanticUndefined) or factory is not None
+        if optional and not _admits_none(annotation):
+            annotation = Annotated[annotation, _null_means_default(default, factory)]
+        extra: dict[str, Any] = {}
+        has_desc = (given is not None and given.description) or _has_description(annotation)
+        if not has_desc and param.name in descriptions:
+            extra["description"] = descriptions[param.name]
+        field_name = param.name
+        if field_name.startswith("_") or hasattr(BaseModel, field_name):
+            field_name = f"p{index}_{param.name.strip('_') or 'arg'}"
+            extra["alias"] = param.name
+            renamed[field_name] = param.name
+        if given is not None:
+            # Extra attributes ride in Annotated; Pydantic merges them under the given Field.
+            if extra:
+                annotation = Annotated[annotation, Field(**extra)]
+            field_info = given
+        elif default is param.empty:
+            field_info = Field(**extra)
+        else:
+            field_info = Field(default=default, **extra)
+        fields[field_name] = (annotation, field_info)
+    try:
+        model = create_model(f"{_model_name(name)}Arguments", __config__=_FORBID, **fields)
+    except Exception as exc:  # Pydantic raises several types for unsupported annotations
+        raise ToolDefinitionError(f"Tool {name!r}: cannot build a schema for its parameters: {exc}") from exc
+    return PydanticArguments(name, model, renamed=renamed)
+
+
+_MISSING = object()
+_TYPE_SCHEMAS: dict[Any, dict[str, Any] | None] = {}
+_TYPE_SCHEMA_CACHE_SIZE = 4096
+
+
+def _type_schema(name: str, annotation: Any) -> dict[str, Any] | None:
+    """Pydantic's own JSON Schema for one annotation, cached; None when it needs `$defs` (not composable)."""
+    try:
+        cached = _TYPE_SCHEMAS.get(annotation, _MISSING)
+    except TypeError:  # unhashable annotation metadata
+        return None
+    if cached is not _MISSING:
+        return cached  # type: ignore[return-value]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            schema: dict[str, Any] | None = TypeAdapter(annotation).json_schema()
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"Tool {name!r}: cannot build a schema for type {annotation!r}: {exc}"
+        ) from exc
+    if schema is not None and ("$defs" in schema or "$ref" in str(schema)):
+        schema = None
+    elif schema is not None:
+        clean_schema(schema)
+    if len(_TYPE_SCHEMAS) < _TYPE_SCHEMA_CACHE_SIZE:
+        _TYPE_SCHEMAS[annotation] = schema
+    return schema
+
+
+def _compose_schema(
+    name: str, params: list[inspect.Parameter], hints: Mapping[str, Any], descriptions: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """The arguments schema, composed from per-type schemas, exactly as the model would give it.
+
+    Returns None when composing is not exact (a `Field(...)` default, a type with `$defs`, a default
+    with no JSON form); the caller then builds the model eagerly and asks it for the schema.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in params:
+        if isinstance(param.default, FieldInfo):
+            return None
+        base = _type_schema(name, hints.get(param.name, Any))  # enums and models are inlined, not $ref
+        if base is None:
+            return None
+        prop = dict(base)
+        if param.default is param.empty:
+            required.append(param.name)
+        else:
+            try:
+                prop["default"] = to_jsonable_python(param.default)
+            except Exception:
+                return None
+        annotation = hints.get(param.name, Any)
+        if param.name in descriptions and not _has_description(annotation):
+            prop["description"] = descriptions[param.name]  # the parameter's words beat its type's docstring
+        properties[param.name] = dict(sorted(prop.items()))
+    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return schema
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -227,13 +306,13 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
             for klass in type(owner).__mro__:
                 for key, value in vars(klass).items():
                     localns.setdefault(key, value)
-        frame = sys._getframe(1)
+        frame: types.FrameType | None = sys._getframe(1)
         for _ in range(12):
             if frame is None:
                 break
             for key, value in frame.f_locals.items():
                 localns.setdefault(key, value)
-            frame = frame.f_back  # type: ignore[assignment]
+            frame = frame.f_back
         return typing.get_type_hints(fn, localns=localns, include_extras=True)
 
 

@@ -87,6 +87,7 @@ class Tool:
 
     _fn: Callable[..., Any]
     _validator: ArgumentsValidator
+    _make_validator: Callable[[], ArgumentsValidator] | None
     _context_param: str | None
     _positional_only: tuple[str, ...]
     _is_async: bool
@@ -203,6 +204,7 @@ class Tool:
         self.parameters = schema
         self.lenient_changes = changes
         self._validator = JsonSchemaArguments(name, schema)
+        self._make_validator = None
         self._declared_output_schema = dict(output_schema) if output_schema is not None else None
         self._return_type = inspect.Signature.empty
         self._positional_only = ()
@@ -236,7 +238,7 @@ class Tool:
         self.parameters = schema.parameters
         self.lenient_changes = ()
         self._fn = fn
-        self._validator = schema.validator
+        self._make_validator = schema.make_validator
         self._context_param = schema.context_param
         self._positional_only = schema.positional_only
         self._is_async = schema.is_async
@@ -268,7 +270,11 @@ class Tool:
         Raises:
             ArgumentsError: listing every problem with its field path, what was expected and what was given.
         """
-        return self._validator.validate(arguments)
+        try:
+            validator = self._validator
+        except AttributeError:  # built on first use (see `_function_schema`)
+            validator = self._validator = self._make_validator()  # type: ignore[misc]
+        return validator.validate(arguments)
 
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext[Any] | None = None) -> Any:
         """Call the handler with validated arguments. Returns an awaitable for async handlers.
@@ -320,9 +326,9 @@ class Tool:
 
     def output_problems(self, value: Any) -> list[str]:
         """What is wrong with `value` as this tool's result; empty when it fits (or nothing is declared)."""
-        if self._declared_output_schema is not None:
-            assert self._output_validator is not None
-            return [e.message for e in self._output_validator.iter_errors(value)][:10]
+        validator = self._output_validator
+        if validator is not None:
+            return [e.message for e in validator.iter_errors(value)][:10]
         if self._return_type in _NONE_TYPES:
             return []
         try:
