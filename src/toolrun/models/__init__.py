@@ -1,0 +1,91 @@
+"""LLM clients behind one `Model` protocol, and test models that ship with toolrun.
+
+```python
+from toolrun.models import ModelRequest, UserMessage, infer_model
+
+model = infer_model("openai:gpt-4o-mini")     # or OpenAIModel(...), AnthropicModel(...), ScriptedModel(...)
+response = await model.request(ModelRequest([UserMessage(content="Hi")], tools=registry))
+response.text, response.tool_calls, response.usage, response.finish_reason
+```
+
+Importing this package imports no provider SDK: `OpenAIModel` and `AnthropicModel` import theirs on first use.
+"""
+
+from toolrun.models._base import Model, RetryPolicy
+from toolrun.models._errors import (
+    ProviderAuthError,
+    ProviderBadRequestError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderResponseError,
+    ProviderStreamError,
+    ProviderUnavailableError,
+    ScriptExhaustedError,
+    UnknownModelError,
+)
+from toolrun.models._fake import ResponseLike
+from toolrun.models._infer import infer_model
+from toolrun.models._messages import (
+    AssistantMessage,
+    FinalResponse,
+    FinishReason,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamEvent,
+    SystemMessage,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallReady,
+    ToolChoice,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    message_from_dict,
+    messages_from_json,
+    messages_to_json,
+)
+from toolrun.models.anthropic import AnthropicModel
+from toolrun.models.function import FunctionModel
+from toolrun.models.openai import OpenAIModel
+from toolrun.models.scripted import ScriptedModel
+
+__all__ = [
+    "AnthropicModel",
+    "AssistantMessage",
+    "FinalResponse",
+    "FinishReason",
+    "FunctionModel",
+    "Message",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "OpenAIModel",
+    "ProviderAuthError",
+    "ProviderBadRequestError",
+    "ProviderError",
+    "ProviderRateLimitError",
+    "ProviderResponseError",
+    "ProviderStreamError",
+    "ProviderUnavailableError",
+    "ResponseLike",
+    "RetryPolicy",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "StreamEvent",
+    "SystemMessage",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallReady",
+    "ToolChoice",
+    "ToolResultMessage",
+    "UnknownModelError",
+    "Usage",
+    "UserMessage",
+    "infer_model",
+    "message_from_dict",
+    "messages_from_json",
+    "messages_to_json",
+]

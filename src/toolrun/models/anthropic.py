@@ -1,0 +1,437 @@
+"""`AnthropicModel`: Claude through the Messages API (`tool_use` / `tool_result` blocks).
+
+The official `anthropic` SDK is imported on first use, never at `import toolrun`. Install it with
+`pip install toolrun[anthropic]`.
+
+How toolrun's neutral conversation maps onto the Messages API:
+
+- system messages (wherever they stand) are joined, in order, into the request's `system` field;
+- an assistant turn is `text` and `tool_use` blocks (`input` is an object);
+- tool results are `tool_result` blocks in a *user* turn, and consecutive results (and a user message
+  right after them) are merged into one user turn, results first, since the API wants turns to alternate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolrun.models._base import RetryPolicy
+from toolrun.models._errors import ProviderResponseError, ProviderStreamError, map_sdk_error
+from toolrun.models._messages import (
+    AssistantMessage,
+    FinalResponse,
+    FinishReason,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamEvent,
+    SystemMessage,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from toolrun.models._stream import StreamAssembler
+from toolrun.tools import ToolCall
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+__all__ = ["AnthropicModel"]
+
+DEFAULT_MAX_TOKENS = 4096
+"""Anthropic requires `max_tokens`; this is sent when neither the model nor the request sets one."""
+
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
+
+def _finish(reason: Any) -> FinishReason | None:
+    if reason is None:
+        return None
+    return _FINISH.get(str(reason), "other")
+
+
+def _input_object(arguments: Any) -> dict[str, Any]:
+    """`tool_use.input` must be an object. Text that is not one (a malformed call the model made and was
+    told about) is kept under one key so the model still sees what it sent."""
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if not arguments:
+        return {}
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        decoded = None
+    return decoded if isinstance(decoded, dict) else {"_invalid_arguments": arguments}
+
+
+def _as_dict(obj: Any, what: str) -> dict[str, Any]:
+    to_dict = getattr(obj, "to_dict", None)
+    data = to_dict(warnings=False) if callable(to_dict) else obj
+    if not isinstance(data, dict):
+        raise ProviderResponseError(f"{what} is not a JSON object: {str(data)[:200]!r}", provider="anthropic")
+    return data
+
+
+def _usage(data: Any, into: Usage | None = None) -> Usage:
+    """Anthropic's `input_tokens` excludes cached tokens; toolrun's includes them."""
+    usage = into or Usage(requests=1)
+    if not isinstance(data, Mapping):
+        return usage
+    cache_read = data.get("cache_read_input_tokens")
+    cache_write = data.get("cache_creation_input_tokens")
+    if cache_read is not None:
+        usage.cache_read_tokens = int(cache_read)
+    if cache_write is not None:
+        usage.cache_write_tokens = int(cache_write)
+    if data.get("input_tokens") is not None:
+        usage.input_tokens = int(data["input_tokens"]) + usage.cache_read_tokens + usage.cache_write_tokens
+    if data.get("output_tokens") is not None:
+        usage.output_tokens = int(data["output_tokens"])
+    return usage
+
+
+class AnthropicModel:
+    """A Claude model behind the Anthropic Messages API.
+
+    Args:
+        model_name: e.g. `"claude-sonnet-4-5"`.
+        base_url: The API root without `/v1` (default: Anthropic, or `ANTHROPIC_BASE_URL`).
+        api_key: Default: `ANTHROPIC_API_KEY`.
+        client: An `anthropic.AsyncAnthropic` you configured yourself (not with `base_url`/`api_key`); you
+            keep ownership and close it. Its own retries are turned off in the copy toolrun uses.
+        strict_tools: Send tool definitions in strict mode (Anthropic strict tool use). Default off.
+        max_retries: Shorthand for `retry=RetryPolicy(max_retries=...)`.
+        retry: How transient failures (429, 5xx, 529 overloaded, timeouts) are retried.
+        settings: Default settings for every request.
+        max_tokens: Sent when the settings give no `max_tokens` (the API requires one).
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        strict_tools: bool = False,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
+        settings: ModelSettings | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        if not model_name:
+            raise ValueError("AnthropicModel needs a model name, e.g. AnthropicModel('claude-sonnet-4-5').")
+        if client is not None and (base_url is not None or api_key is not None):
+            raise ValueError("Pass either client= or base_url=/api_key=, not both: the client has its own.")
+        if retry is not None and max_retries is not None:
+            raise ValueError("Pass either retry= or max_retries=, not both.")
+        self.model_name = model_name
+        self.base_url = base_url
+        self._api_key = api_key
+        self._given_client = client
+        self._client: Any = None
+        self.strict_tools = strict_tools
+        self.retry = retry or RetryPolicy(max_retries=2 if max_retries is None else max_retries)
+        self.settings = settings or ModelSettings()
+        self.max_tokens = max_tokens
+
+    @property
+    def name(self) -> str:
+        return f"anthropic:{self.model_name}"
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.model_name!r}, base_url={self.base_url!r})"
+
+    # --------------------------------------------------------------------------------------------------
+    # Client lifecycle
+
+    @staticmethod
+    def _sdk_module() -> ModuleType:
+        import anthropic
+
+        return anthropic
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            anthropic = self._sdk_module()
+            try:
+                if self._given_client is not None:
+                    self._client = self._given_client.with_options(max_retries=0)
+                else:
+                    self._client = anthropic.AsyncAnthropic(
+                        api_key=self._api_key, base_url=self.base_url, max_retries=0
+                    )
+            except Exception as exc:
+                raise map_sdk_error(exc, provider=self.provider, sdk=anthropic) from exc
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client toolrun created (a client you passed in stays yours to close)."""
+        client, self._client = self._client, None
+        if client is not None and self._given_client is None:
+            await client.close()
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # --------------------------------------------------------------------------------------------------
+    # Request building
+
+    def _turns(self, request: ModelRequest) -> tuple[list[str], list[dict[str, Any]]]:
+        system: list[str] = []
+        turns: list[dict[str, Any]] = []
+
+        def push(role: str, blocks: list[dict[str, Any]]) -> None:
+            if not blocks:
+                return
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"].extend(blocks)
+            else:
+                turns.append({"role": role, "content": blocks})
+
+        for message in request.messages:
+            if isinstance(message, SystemMessage):
+                system.append(message.content)
+            elif isinstance(message, UserMessage):
+                push("user", [{"type": "text", "text": message.content}] if message.content else [])
+            elif isinstance(message, ToolResultMessage):
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": message.call_id,
+                    "content": message.content,
+                }
+                if message.is_error:
+                    block["is_error"] = True
+                push("user", [block])
+            elif isinstance(message, AssistantMessage):
+                blocks: list[dict[str, Any]] = []
+                if message.content:
+                    blocks.append({"type": "text", "text": message.content})
+                blocks.extend(
+                    {
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": request.wire_name(call.name),
+                        "input": _input_object(call.arguments),
+                    }
+                    for call in message.tool_calls
+                )
+                push("assistant", blocks)
+            else:
+                raise TypeError(f"Not a message: {message!r}")
+        for turn in turns:
+            if turn["role"] == "user":  # tool results must open the user turn that answers the calls
+                turn["content"].sort(key=lambda b: b["type"] != "tool_result")
+        return system, turns
+
+    def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The Messages API request body (without `extra_body`): exactly what is sent."""
+        settings = self.settings.merge(request.settings)
+        system, turns = self._turns(request)
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": settings.max_tokens if settings.max_tokens is not None else self.max_tokens,
+            "messages": turns,
+        }
+        if system:
+            body["system"] = "\n\n".join(system)
+        if len(request.tools):
+            strict = settings.strict_tools if settings.strict_tools is not None else self.strict_tools
+            body["tools"] = request.tools.definitions("anthropic", strict=strict)
+            choice: dict[str, Any] | None = None
+            if settings.tool_choice == "auto":
+                choice = {"type": "auto"}
+            elif settings.tool_choice == "required":
+                choice = {"type": "any"}
+            elif settings.tool_choice == "none":
+                choice = {"type": "none"}
+            elif settings.tool_choice is not None:
+                choice = {"type": "tool", "name": request.wire_name(settings.tool_choice)}
+            if settings.parallel_tool_calls is False:
+                choice = choice or {"type": "auto"}
+                if choice["type"] != "none":
+                    choice["disable_parallel_tool_use"] = True
+            if choice is not None:
+                body["tool_choice"] = choice
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        if settings.stop is not None:
+            body["stop_sequences"] = list(settings.stop)
+        if stream:
+            body["stream"] = True
+        return body
+
+    def _options(self, request: ModelRequest) -> dict[str, Any]:
+        settings = self.settings.merge(request.settings)
+        options: dict[str, Any] = {}
+        if settings.extra_body:
+            options["extra_body"] = dict(settings.extra_body)
+        if settings.timeout is not None:
+            options["timeout"] = settings.timeout
+        return options
+
+    # --------------------------------------------------------------------------------------------------
+    # Response parsing
+
+    def parse_response(self, data: Mapping[str, Any], request: ModelRequest) -> ModelResponse:
+        """A `ModelResponse` from a Messages API response body."""
+        content = data.get("content")
+        if not isinstance(content, list):
+            raise ProviderResponseError(
+                f"the response has no content list: {json.dumps(data, default=str)[:300]}",
+                provider=self.provider,
+            )
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in content:
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind == "text":
+                texts.append(str(block.get("text") or ""))
+            elif kind == "tool_use":
+                if not isinstance(block.get("name"), str) or not isinstance(block.get("id"), str):
+                    raise ProviderResponseError(
+                        f"malformed tool_use block: {block!r:.200}", provider=self.provider
+                    )
+                arguments = block.get("input")
+                calls.append(
+                    ToolCall(
+                        id=block["id"],
+                        name=request.tools.original_name(block["name"]),
+                        arguments=arguments if isinstance(arguments, Mapping | str) else None,
+                    )
+                )
+            elif kind is None:
+                raise ProviderResponseError(
+                    f"malformed content block: {block!r:.200}", provider=self.provider
+                )
+            # thinking, redacted_thinking and server-tool blocks are not modelled yet: skipped
+        provider_reason = data.get("stop_reason")
+        return ModelResponse(
+            text="".join(texts),
+            tool_calls=calls,
+            usage=_usage(data.get("usage")),
+            finish_reason=_finish(provider_reason),
+            provider_finish_reason=str(provider_reason) if provider_reason is not None else None,
+            model_name=data.get("model"),
+            response_id=data.get("id"),
+            raw=dict(data),
+        )
+
+    # --------------------------------------------------------------------------------------------------
+    # The Model protocol
+
+    async def _create(self, body: dict[str, Any], options: dict[str, Any]) -> Any:
+        """The one boundary where SDK exceptions become `ProviderError`s."""
+        client = self._sdk()
+        try:
+            return await client.messages.create(**body, **options)
+        except Exception as exc:
+            raise map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module()) from exc
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        body = self.build_body(request)
+        options = self._options(request)
+
+        async def attempt() -> ModelResponse:
+            message = await self._create(body, options)
+            return self.parse_response(_as_dict(message, "the response"), request)
+
+        return await self.retry.call(attempt)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        body = self.build_body(request, stream=True)
+        options = self._options(request)
+        sdk_stream = await self.retry.call(lambda: self._create(body, options))
+        assembler = StreamAssembler(request.tools.original_name, decode_arguments=True)
+        complete = False
+        iterator = sdk_stream.__aiter__()
+        try:
+            while not complete:
+                try:
+                    event = _as_dict(await iterator.__anext__(), "a stream event")
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
+                    raise ProviderStreamError(
+                        f"the stream broke off: {error.message}",
+                        partial=assembler.response(partial=True),
+                        provider=self.provider,
+                        status_code=error.status_code,
+                        body=error.body,
+                    ) from exc
+                complete = event.get("type") == "message_stop"
+                for out in self._event(event, assembler):
+                    yield out
+        finally:
+            await sdk_stream.close()
+        if not complete:
+            raise ProviderStreamError(
+                f"the stream ended after {assembler.chunks} events without message_stop",
+                partial=assembler.response(partial=True),
+                provider=self.provider,
+            )
+        for ready in assembler.finish_all():
+            yield ready
+        yield FinalResponse(response=assembler.response())
+
+    @staticmethod
+    def _event(event: dict[str, Any], asm: StreamAssembler) -> list[StreamEvent]:
+        asm.chunks += 1
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            asm.response_id = message.get("id")
+            asm.model_name = message.get("model")
+            asm.usage = _usage(message.get("usage"))
+            return []
+        if kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                initial = block.get("input")
+                return [
+                    asm.tool_fragment(
+                        event.get("index"),
+                        id=block.get("id"),
+                        name=block.get("name"),
+                        arguments=json.dumps(initial) if initial else None,
+                    )
+                ]
+            if block.get("type") == "text" and block.get("text"):
+                return [asm.text(block["text"])]
+            return []
+        if kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta" and delta.get("text"):
+                return [asm.text(delta["text"])]
+            if delta.get("type") == "input_json_delta":
+                return [asm.tool_fragment(event.get("index"), arguments=delta.get("partial_json") or None)]
+            return []  # thinking / signature / citations deltas are not modelled yet
+        if kind == "content_block_stop":
+            ready = asm.finish_call(event.get("index"))
+            return [ready] if ready is not None else []
+        if kind == "message_delta":
+            delta = event.get("delta") or {}
+            if delta.get("stop_reason") is not None:
+                asm.provider_finish_reason = str(delta["stop_reason"])
+                asm.finish_reason = _finish(delta["stop_reason"])
+            _usage(event.get("usage"), into=asm.usage)
+            asm.raw = event
+            return []
+        return []

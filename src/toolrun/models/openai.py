@@ -1,0 +1,400 @@
+"""`OpenAIModel`: OpenAI or any compatible server (vLLM, Ollama, llama.cpp, LM Studio), Chat Completions.
+
+The official `openai` SDK is imported on first use, never at `import toolrun`. Install it with
+`pip install toolrun[openai]`.
+
+```python
+model = OpenAIModel("gpt-4o-mini")                                          # OPENAI_API_KEY from the env
+local = OpenAIModel("llama3.1", base_url="http://127.0.0.1:11434/v1")      # Ollama: no key needed
+```
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolrun.models._base import RetryPolicy
+from toolrun.models._errors import ProviderResponseError, ProviderStreamError, map_sdk_error
+from toolrun.models._messages import (
+    AssistantMessage,
+    FinalResponse,
+    FinishReason,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamEvent,
+    SystemMessage,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from toolrun.models._stream import StreamAssembler
+from toolrun.tools import ToolCall
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+__all__ = ["OpenAIModel"]
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+
+_OFFICIAL_HOST = "api.openai.com"
+
+
+def _finish(reason: Any) -> FinishReason | None:
+    if reason is None:
+        return None
+    return _FINISH.get(str(reason), "other")
+
+
+def _arguments_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments or "{}"
+    if arguments is None:
+        return "{}"
+    return json.dumps(dict(arguments), ensure_ascii=False)
+
+
+def _as_dict(obj: Any, what: str) -> dict[str, Any]:
+    """The SDK's (leniently built) object as plain data; anything but a JSON object is malformed."""
+    to_dict = getattr(obj, "to_dict", None)
+    data = to_dict(warnings=False) if callable(to_dict) else obj
+    if not isinstance(data, dict):
+        raise ProviderResponseError(f"{what} is not a JSON object: {str(data)[:200]!r}", provider="openai")
+    return data
+
+
+def _usage(data: Any) -> Usage:
+    if not isinstance(data, Mapping):
+        return Usage(requests=1)
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    return Usage(
+        input_tokens=int(data.get("prompt_tokens") or 0),
+        output_tokens=int(data.get("completion_tokens") or 0),
+        cache_read_tokens=int(cached or 0),
+        requests=1,
+    )
+
+
+class OpenAIModel:
+    """A model behind the OpenAI Chat Completions API, on OpenAI or any compatible server.
+
+    Args:
+        model_name: The model, e.g. `"gpt-4o-mini"` or `"llama3.1"`.
+        base_url: The server's API root (`http://127.0.0.1:11434/v1` for Ollama, `http://host:8000/v1` for
+            vLLM). Default: OpenAI (or `OPENAI_BASE_URL`).
+        api_key: Default: `OPENAI_API_KEY`. With a `base_url` and no key anywhere, a placeholder is sent
+            (local servers need none, but the SDK insists on one).
+        client: An `openai.AsyncOpenAI` you configured yourself (not with `base_url`/`api_key`); you keep
+            ownership and close it. Its own retries are turned off in the copy toolrun uses.
+        strict_tools: Send strict tool definitions (`"strict": true`, closed schemas). Default: on for
+            OpenAI's own API, off for other servers (many reject or ignore it).
+        max_retries: Shorthand for `retry=RetryPolicy(max_retries=...)`.
+        retry: How transient failures (429, 5xx, timeouts, connection errors) are retried.
+        settings: Default settings for every request.
+        stream_usage: Ask for token usage at the end of streams (`stream_options.include_usage`); turn off
+            for servers that reject it.
+        system_role: The role of system messages: `"system"`, or `"developer"` for OpenAI reasoning models.
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        strict_tools: bool | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
+        settings: ModelSettings | None = None,
+        stream_usage: bool = True,
+        system_role: str = "system",
+    ) -> None:
+        if not model_name:
+            raise ValueError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4o-mini').")
+        if client is not None and (base_url is not None or api_key is not None):
+            raise ValueError("Pass either client= or base_url=/api_key=, not both: the client has its own.")
+        if retry is not None and max_retries is not None:
+            raise ValueError("Pass either retry= or max_retries=, not both.")
+        self.model_name = model_name
+        self.base_url = base_url
+        self._api_key = api_key
+        self._given_client = client
+        self._client: Any = None
+        official = base_url is None or _OFFICIAL_HOST in base_url
+        self.strict_tools = strict_tools if strict_tools is not None else official
+        self.retry = retry or RetryPolicy(max_retries=2 if max_retries is None else max_retries)
+        self.settings = settings or ModelSettings()
+        self.stream_usage = stream_usage
+        self.system_role = system_role
+        # OpenAI deprecated `max_tokens` for `max_completion_tokens`; compatible servers know the old name.
+        self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+
+    @property
+    def name(self) -> str:
+        if self.base_url is None:
+            return f"openai:{self.model_name}"
+        return f"openai-compatible:{self.base_url}:{self.model_name}"
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.model_name!r}, base_url={self.base_url!r})"
+
+    # --------------------------------------------------------------------------------------------------
+    # Client lifecycle
+
+    @staticmethod
+    def _sdk_module() -> ModuleType:
+        import openai
+
+        return openai
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            openai = self._sdk_module()
+            try:
+                if self._given_client is not None:
+                    self._client = self._given_client.with_options(max_retries=0)
+                else:
+                    api_key = self._api_key
+                    if api_key is None and self.base_url is not None:
+                        import os
+
+                        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
+                    self._client = openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0)
+            except Exception as exc:
+                raise map_sdk_error(exc, provider=self.provider, sdk=openai) from exc
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client toolrun created (a client you passed in stays yours to close)."""
+        client, self._client = self._client, None
+        if client is not None and self._given_client is None:
+            await client.close()
+
+    async def __aenter__(self) -> OpenAIModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # --------------------------------------------------------------------------------------------------
+    # Request building
+
+    def _message(self, message: Message, request: ModelRequest) -> dict[str, Any]:
+        if isinstance(message, SystemMessage):
+            return {"role": self.system_role, "content": message.content}
+        if isinstance(message, UserMessage):
+            return {"role": "user", "content": message.content}
+        if isinstance(message, AssistantMessage):
+            out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                out["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": request.wire_name(call.name),
+                            "arguments": _arguments_text(call.arguments),
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
+            elif out["content"] is None:
+                out["content"] = ""
+            return out
+        if isinstance(message, ToolResultMessage):
+            return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+        raise TypeError(f"Not a message: {message!r}")
+
+    def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The Chat Completions request body (without `extra_body`): exactly what is sent."""
+        settings = self.settings.merge(request.settings)
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": [self._message(m, request) for m in request.messages],
+        }
+        if len(request.tools):
+            strict = settings.strict_tools if settings.strict_tools is not None else self.strict_tools
+            body["tools"] = request.tools.definitions("openai", strict=strict)
+            choice = settings.tool_choice
+            if choice in ("auto", "none", "required"):
+                body["tool_choice"] = choice
+            elif choice is not None:
+                body["tool_choice"] = {"type": "function", "function": {"name": request.wire_name(choice)}}
+            if settings.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = settings.parallel_tool_calls
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        if settings.max_tokens is not None:
+            body[self._max_tokens_field] = settings.max_tokens
+        if settings.stop is not None:
+            body["stop"] = list(settings.stop)
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+        if stream:
+            body["stream"] = True
+            if self.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _options(self, request: ModelRequest) -> dict[str, Any]:
+        settings = self.settings.merge(request.settings)
+        options: dict[str, Any] = {}
+        if settings.extra_body:
+            options["extra_body"] = dict(settings.extra_body)
+        if settings.timeout is not None:
+            options["timeout"] = settings.timeout
+        return options
+
+    # --------------------------------------------------------------------------------------------------
+    # Response parsing
+
+    def parse_response(self, data: Mapping[str, Any], request: ModelRequest) -> ModelResponse:
+        """A `ModelResponse` from a Chat Completions response body."""
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            raise ProviderResponseError(
+                f"the response has no choices: {json.dumps(data, default=str)[:300]}", provider=self.provider
+            )
+        message = choices[0].get("message")
+        if not isinstance(message, Mapping):
+            raise ProviderResponseError("the first choice has no message object", provider=self.provider)
+        text = message.get("content") or message.get("refusal") or ""
+        if not isinstance(text, str):
+            raise ProviderResponseError(f"message content is not text: {text!r:.200}", provider=self.provider)
+        calls = []
+        for raw_call in message.get("tool_calls") or ():
+            function = raw_call.get("function") if isinstance(raw_call, Mapping) else None
+            if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+                raise ProviderResponseError(f"malformed tool call: {raw_call!r:.200}", provider=self.provider)
+            arguments = function.get("arguments")
+            kwargs: dict[str, Any] = {
+                "name": request.tools.original_name(function["name"]),
+                "arguments": arguments if isinstance(arguments, str | Mapping) else None,
+            }
+            if raw_call.get("id"):
+                kwargs["id"] = str(raw_call["id"])
+            calls.append(ToolCall(**kwargs))
+        provider_reason = choices[0].get("finish_reason")
+        reason = _finish(provider_reason)
+        if calls and reason == "stop":
+            reason = "tool_calls"  # some compatible servers say "stop" after tool calls
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            usage=_usage(data.get("usage")),
+            finish_reason=reason,
+            provider_finish_reason=str(provider_reason) if provider_reason is not None else None,
+            model_name=data.get("model"),
+            response_id=data.get("id"),
+            raw=dict(data),
+        )
+
+    # --------------------------------------------------------------------------------------------------
+    # The Model protocol
+
+    async def _create(self, body: dict[str, Any], options: dict[str, Any]) -> Any:
+        """The one boundary where SDK exceptions become `ProviderError`s."""
+        client = self._sdk()
+        try:
+            return await client.chat.completions.create(**body, **options)
+        except Exception as exc:
+            raise map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module()) from exc
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        body = self.build_body(request)
+        options = self._options(request)
+
+        async def attempt() -> ModelResponse:
+            completion = await self._create(body, options)
+            return self.parse_response(_as_dict(completion, "the response"), request)
+
+        return await self.retry.call(attempt)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        body = self.build_body(request, stream=True)
+        options = self._options(request)
+        sdk_stream = await self.retry.call(lambda: self._create(body, options))
+        assembler = StreamAssembler(request.tools.original_name)
+        iterator = sdk_stream.__aiter__()
+        try:
+            while True:
+                try:
+                    chunk = _as_dict(await iterator.__anext__(), "a stream chunk")
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
+                    raise ProviderStreamError(
+                        f"the stream broke off: {error.message}",
+                        partial=assembler.response(partial=True),
+                        provider=self.provider,
+                        status_code=error.status_code,
+                        body=error.body,
+                    ) from exc
+                for event in self._chunk_events(chunk, assembler):
+                    yield event
+        finally:
+            await sdk_stream.close()
+        if assembler.finish_reason is None:
+            raise ProviderStreamError(
+                f"the stream ended after {assembler.chunks} chunks without a finish_reason",
+                partial=assembler.response(partial=True),
+                provider=self.provider,
+            )
+        for ready in assembler.finish_all():
+            yield ready
+        yield FinalResponse(response=assembler.response())
+
+    @staticmethod
+    def _chunk_events(chunk: dict[str, Any], asm: StreamAssembler) -> list[StreamEvent]:
+        asm.chunks += 1
+        asm.raw = chunk
+        if chunk.get("id") and asm.response_id is None:
+            asm.response_id = str(chunk["id"])
+        if chunk.get("model") and asm.model_name is None:
+            asm.model_name = str(chunk["model"])
+        if chunk.get("usage"):
+            asm.usage = _usage(chunk["usage"])
+        events: list[StreamEvent] = []
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            text = delta.get("content") or delta.get("refusal")
+            if isinstance(text, str) and text:
+                events.append(asm.text(text))
+            for fragment in delta.get("tool_calls") or ():
+                if not isinstance(fragment, Mapping):
+                    continue
+                key = fragment.get("index")
+                if key is None:  # servers that omit it send each call whole, or id first then pieces
+                    key = asm.last_key() if not fragment.get("id") and asm.has_calls else fragment.get("id")
+                function = fragment.get("function") or {}
+                arguments = function.get("arguments")
+                if arguments is not None and not isinstance(arguments, str):
+                    arguments = json.dumps(arguments, ensure_ascii=False)
+                events.append(
+                    asm.tool_fragment(
+                        key, id=fragment.get("id"), name=function.get("name"), arguments=arguments
+                    )
+                )
+            if choice.get("finish_reason") is not None:
+                asm.provider_finish_reason = str(choice["finish_reason"])
+                asm.finish_reason = _finish(choice["finish_reason"])
+        return events
