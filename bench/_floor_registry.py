@@ -386,7 +386,6 @@ async def main(settings: _harness.Settings, toolrun: Mapping[str, Registrar] | N
             cand.note += f" [kept {descriptions[name]:.0%} of parameter descriptions]"
         candidates.append(cand)
 
-    settings = settings.scaled(rounds=11, quick_rounds=2)
     rows = await _harness.measure(candidates, settings)
     n_params = sum(len(s.params) for s in build_specs())
     _harness.compare(
@@ -420,7 +419,9 @@ async def main(settings: _harness.Settings, toolrun: Mapping[str, Registrar] | N
 
 def run(toolrun: Mapping[str, Registrar] | None = None, argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Command-line entry point: parse flags, run, print and write the table."""
-    settings = _harness.parse_args(argv, description="Register 1,000 tools and export their schemas")
+    settings = _harness.parse_args(
+        argv, description="Register 1,000 tools and export their schemas", rounds=11, quick_rounds=2
+    )
     return asyncio.run(main(settings, toolrun))
 
 

@@ -217,7 +217,6 @@ async def main(
         got = await c.op()
         if got != FINAL_TEXT or TOOL_RUNS[0] != 1:
             raise AssertionError(f"{c.name}: returned {got!r} after running the tool {TOOL_RUNS[0]} times")
-    settings = settings.scaled(rounds=31, target_ms=50.0)
     rows = await _harness.measure(candidates, settings)
     _harness.compare(
         rows,
@@ -235,7 +234,9 @@ def run(
     toolrun: Mapping[str, Callable[[], Any]] | None = None, argv: Sequence[str] | None = None
 ) -> list[Any]:
     """Command-line entry point: parse flags, run, print and write the table."""
-    settings = _harness.parse_args(argv, description="One agent run with a scripted model")
+    settings = _harness.parse_args(
+        argv, description="One agent run with a scripted model", rounds=31, target_ms=50.0
+    )
     return asyncio.run(main(settings, toolrun))
 
 
