@@ -100,4 +100,8 @@ class RetryPolicy:
             reraise=True,
             sleep=asyncio.sleep,
         )
-        return await retrying(attempt)
+
+        async def run() -> T:  # tenacity awaits only coroutine functions, not lambdas returning coroutines
+            return await attempt()
+
+        return await retrying(run)

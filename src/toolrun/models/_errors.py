@@ -43,6 +43,7 @@ __all__ = [
     "ScriptExhaustedError",
     "UnknownModelError",
     "map_sdk_error",
+    "map_stream_error",
 ]
 
 
@@ -221,11 +222,11 @@ def _class_for_status(status: int, kind: str | None) -> type[ProviderError]:
     return _ERROR_TYPES.get(kind or "", ProviderUnavailableError)
 
 
-def map_sdk_error(exc: BaseException, *, provider: str, sdk: ModuleType) -> ProviderError:
+def map_sdk_error(exc: BaseException, *, provider: str, sdk: ModuleType) -> ProviderError | None:
     """The `ProviderError` for an exception raised by an OpenAI or Anthropic SDK call (same shapes).
 
-    The caller raises the result `from exc`. Exceptions that are not the SDK's own (a JSON decoder error
-    on a malformed body, a transport error mid-stream) become `ProviderResponseError`.
+    The caller raises the result `from exc`. None means the exception is not a provider failure (a bug, a
+    warning turned into an error) and must propagate unchanged.
     """
     if isinstance(exc, ProviderError):
         return exc
@@ -273,4 +274,16 @@ def map_sdk_error(exc: BaseException, *, provider: str, sdk: ModuleType) -> Prov
         if "api_key" in text or "API key" in text or "auth" in text.lower():
             return ProviderAuthError(text, provider=provider)
         return ProviderError(text, provider=provider)
-    return ProviderResponseError(f"{type(exc).__name__}: {exc}", provider=provider)
+    return None
+
+
+def map_stream_error(exc: BaseException, *, provider: str, sdk: ModuleType) -> ProviderError | None:
+    """Like `map_sdk_error`, for an exception raised while reading an open stream.
+
+    There, anything but a warning is the stream failing (Anthropic's SDK lets transport errors such as a
+    dropped connection through unwrapped), so unknown exceptions become `ProviderResponseError`.
+    """
+    error = map_sdk_error(exc, provider=provider, sdk=sdk)
+    if error is None and not isinstance(exc, Warning):
+        error = ProviderResponseError(f"{type(exc).__name__}: {exc}", provider=provider)
+    return error

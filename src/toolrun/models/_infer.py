@@ -21,7 +21,7 @@ _COMPATIBLE = re.compile(
 )
 
 _FORMS = (
-    '"openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5", '
+    '"openai:gpt-4o-mini", "anthropic:claude-haiku-4-5", '
     '"openai-compatible:http://127.0.0.1:11434/v1:llama3.1", "ollama:llama3.1" or "test"'
 )
 
@@ -33,7 +33,7 @@ def infer_model(model: Model | str, **kwargs: Any) -> Model:
 
     - `"openai:gpt-4o-mini"`: `OpenAIModel("gpt-4o-mini")` on OpenAI; key from `OPENAI_API_KEY`
       (`OPENAI_BASE_URL` honoured).
-    - `"anthropic:claude-sonnet-4-5"`: `AnthropicModel("claude-sonnet-4-5")`; key from `ANTHROPIC_API_KEY`.
+    - `"anthropic:claude-haiku-4-5"`: `AnthropicModel("claude-haiku-4-5")`; key from `ANTHROPIC_API_KEY`.
     - `"openai-compatible:http://127.0.0.1:11434/v1:llama3.1"`:
       `OpenAIModel("llama3.1", base_url="http://127.0.0.1:11434/v1")` (vLLM, Ollama, llama.cpp, LM Studio).
     - `"ollama:llama3.1:8b"`: the same as `"openai-compatible:http://127.0.0.1:11434/v1:llama3.1:8b"`.

@@ -18,7 +18,12 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolrun.models._base import RetryPolicy
-from toolrun.models._errors import ProviderResponseError, ProviderStreamError, map_sdk_error
+from toolrun.models._errors import (
+    ProviderResponseError,
+    ProviderStreamError,
+    map_sdk_error,
+    map_stream_error,
+)
 from toolrun.models._messages import (
     AssistantMessage,
     FinalResponse,
@@ -103,7 +108,7 @@ class AnthropicModel:
     """A Claude model behind the Anthropic Messages API.
 
     Args:
-        model_name: e.g. `"claude-sonnet-4-5"`.
+        model_name: e.g. `"claude-haiku-4-5"`.
         base_url: The API root without `/v1` (default: Anthropic, or `ANTHROPIC_BASE_URL`).
         api_key: Default: `ANTHROPIC_API_KEY`.
         client: An `anthropic.AsyncAnthropic` you configured yourself (not with `base_url`/`api_key`); you
@@ -131,7 +136,7 @@ class AnthropicModel:
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         if not model_name:
-            raise ValueError("AnthropicModel needs a model name, e.g. AnthropicModel('claude-sonnet-4-5').")
+            raise ValueError("AnthropicModel needs a model name, e.g. AnthropicModel('claude-haiku-4-5').")
         if client is not None and (base_url is not None or api_key is not None):
             raise ValueError("Pass either client= or base_url=/api_key=, not both: the client has its own.")
         if retry is not None and max_retries is not None:
@@ -173,7 +178,10 @@ class AnthropicModel:
                         api_key=self._api_key, base_url=self.base_url, max_retries=0
                     )
             except Exception as exc:
-                raise map_sdk_error(exc, provider=self.provider, sdk=anthropic) from exc
+                error = map_sdk_error(exc, provider=self.provider, sdk=anthropic)
+                if error is None:
+                    raise
+                raise error from exc
         return self._client
 
     async def aclose(self) -> None:
@@ -342,7 +350,10 @@ class AnthropicModel:
         try:
             return await client.messages.create(**body, **options)
         except Exception as exc:
-            raise map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module()) from exc
+            error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
+            if error is None:
+                raise
+            raise error from exc
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         body = self.build_body(request)
@@ -368,7 +379,9 @@ class AnthropicModel:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:
-                    error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
+                    error = map_stream_error(exc, provider=self.provider, sdk=self._sdk_module())
+                    if error is None:
+                        raise
                     raise ProviderStreamError(
                         f"the stream broke off: {error.message}",
                         partial=assembler.response(partial=True),

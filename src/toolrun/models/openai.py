@@ -16,7 +16,12 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolrun.models._base import RetryPolicy
-from toolrun.models._errors import ProviderResponseError, ProviderStreamError, map_sdk_error
+from toolrun.models._errors import (
+    ProviderResponseError,
+    ProviderStreamError,
+    map_sdk_error,
+    map_stream_error,
+)
 from toolrun.models._messages import (
     AssistantMessage,
     FinalResponse,
@@ -175,7 +180,10 @@ class OpenAIModel:
                         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
                     self._client = openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0)
             except Exception as exc:
-                raise map_sdk_error(exc, provider=self.provider, sdk=openai) from exc
+                error = map_sdk_error(exc, provider=self.provider, sdk=openai)
+                if error is None:
+                    raise
+                raise error from exc
         return self._client
 
     async def aclose(self) -> None:
@@ -314,7 +322,10 @@ class OpenAIModel:
         try:
             return await client.chat.completions.create(**body, **options)
         except Exception as exc:
-            raise map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module()) from exc
+            error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
+            if error is None:
+                raise
+            raise error from exc
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         body = self.build_body(request)
@@ -339,7 +350,9 @@ class OpenAIModel:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:
-                    error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
+                    error = map_stream_error(exc, provider=self.provider, sdk=self._sdk_module())
+                    if error is None:
+                        raise
                     raise ProviderStreamError(
                         f"the stream broke off: {error.message}",
                         partial=assembler.response(partial=True),
