@@ -1,0 +1,174 @@
+"""The small protocols the executor keeps its state behind: confirmations, rate limits, a result cache.
+
+Every method is `async` so that SQL and Redis backends fit without blocking the event loop. The operations
+that must be atomic are single methods, so a backend can make them atomic in one round trip:
+
+- `ConfirmationStore.consume` removes and returns a pending confirmation in one step (a SQL
+  `DELETE ... RETURNING`, a Redis `GETDEL` or Lua script). Two approvals racing for one id: exactly one
+  gets it; that is what makes an approved call run exactly once.
+- `RateLimitStore.acquire` refills a token bucket and takes from it in one step (a Lua script in Redis).
+
+This module imports nothing from the rest of toolrun: stores sit at the bottom of the house.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "CacheStore",
+    "ConfirmationStore",
+    "PendingConfirmation",
+    "RateLimitDecision",
+    "RateLimitStore",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingConfirmation:
+    """A tool call held back until its user approves or denies it.
+
+    Plain, JSON-safe data (`to_dict` / `from_dict`), so any backend can persist it.
+    """
+
+    id: str
+    """The confirmation id handed to the caller (unguessable)."""
+    user_id: str
+    """The only principal who may approve or deny it."""
+    tool_name: str
+    """The registered name of the tool the call runs."""
+    arguments_hash: str
+    """Keyed hash of the canonical JSON of the validated arguments: the approval is bound to them."""
+    call: Mapping[str, Any]
+    """The original call as `ToolCall.to_dict()`: `{"id", "name", "arguments"}`."""
+    summary: str
+    """What the call would do, for the user's UI. Holds argument values: never log it."""
+    created_at: float
+    """When it was requested (`time.time()` seconds)."""
+    expires_at: float
+    """After this moment (`time.time()` seconds) it can no longer be approved."""
+    conversation_id: str | None = None
+    """The conversation the call came from, if known (lets a UI list pending actions per chat)."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Anything else a backend or application wants to keep with it (JSON-safe)."""
+
+    def expired(self, now: float) -> bool:
+        """Whether it can no longer be approved at `now` (`time.time()` seconds)."""
+        return now >= self.expires_at
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "tool_name": self.tool_name,
+            "arguments_hash": self.arguments_hash,
+            "call": dict(self.call),
+            "summary": self.summary,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "conversation_id": self.conversation_id,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PendingConfirmation:
+        return cls(
+            id=data["id"],
+            user_id=data["user_id"],
+            tool_name=data["tool_name"],
+            arguments_hash=data["arguments_hash"],
+            call=dict(data["call"]),
+            summary=data["summary"],
+            created_at=float(data["created_at"]),
+            expires_at=float(data["expires_at"]),
+            conversation_id=data.get("conversation_id"),
+            metadata=dict(data.get("metadata") or {}),
+        )
+
+    def __repr__(self) -> str:  # the summary and the call hold argument values: keep them out of reprs
+        return (
+            f"PendingConfirmation(id={self.id!r}, user_id={self.user_id!r}, tool_name={self.tool_name!r}, "
+            f"expires_at={self.expires_at!r})"
+        )
+
+
+@runtime_checkable
+class ConfirmationStore(Protocol):
+    """Where pending confirmations wait for a person's decision."""
+
+    async def add(self, pending: PendingConfirmation) -> None:
+        """Keep `pending` until it is consumed or expires."""
+        ...
+
+    async def get(self, confirmation_id: str) -> PendingConfirmation | None:
+        """Look at a pending confirmation without using it (None when unknown or already used)."""
+        ...
+
+    async def consume(self, confirmation_id: str, *, user_id: str) -> PendingConfirmation | None:
+        """Atomically remove and return the confirmation, only if it belongs to `user_id`.
+
+        Returns None when the id is unknown, was already consumed, or belongs to someone else (then it
+        is left in place, so another user cannot destroy it). An expired confirmation is removed and
+        returned like any other: the caller checks `expired()`. Of two concurrent calls for one id, at
+        most one gets it.
+        """
+        ...
+
+    async def list_pending(self, user_id: str, *, now: float) -> list[PendingConfirmation]:
+        """The unexpired confirmations waiting for `user_id`, oldest first."""
+        ...
+
+    async def purge_expired(self, now: float) -> int:
+        """Drop confirmations expired at `now`; return how many were dropped."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RateLimitDecision:
+    """The answer of a token bucket."""
+
+    allowed: bool
+    """Whether the call may proceed (a token was taken)."""
+    remaining: float
+    """Tokens left after this decision."""
+    retry_after: float
+    """Seconds until a token will be available (0 when allowed)."""
+
+
+@runtime_checkable
+class RateLimitStore(Protocol):
+    """Token buckets, one per key (the executor's key combines the limit's key and the principal)."""
+
+    async def acquire(self, key: str, *, limit: int, period: float, cost: float = 1.0) -> RateLimitDecision:
+        """Refill the bucket `key` (capacity `limit`, `limit` tokens per `period` seconds) and take `cost`.
+
+        Atomic: concurrent callers never both take the last token. A bucket starts full.
+        """
+        ...
+
+    async def reset(self, key: str | None = None) -> None:
+        """Refill one bucket (or all of them)."""
+        ...
+
+
+@runtime_checkable
+class CacheStore(Protocol):
+    """A byte cache with per-entry time to live. Keys are opaque strings (they hold no argument values)."""
+
+    async def get(self, key: str) -> bytes | None:
+        """The value stored under `key`, or None when absent or expired."""
+        ...
+
+    async def set(self, key: str, value: bytes, *, ttl: float) -> None:
+        """Store `value` for `ttl` seconds."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Forget `key` (no error when absent)."""
+        ...
+
+    async def clear(self) -> None:
+        """Forget everything."""
+        ...

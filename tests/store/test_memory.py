@@ -1,0 +1,205 @@
+"""In-memory stores: the contracts every backend must keep (atomic consume, token buckets, TTL + LRU)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from toolrun.store import (
+    CacheStore,
+    ConfirmationStore,
+    InMemoryCache,
+    InMemoryConfirmationStore,
+    InMemoryRateLimitStore,
+    PendingConfirmation,
+    RateLimitStore,
+)
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pending(id: str = "conf_1", user: str = "u1", expires_at: float = 2000.0, created_at: float = 1000.0):
+    return PendingConfirmation(
+        id=id,
+        user_id=user,
+        tool_name="delete_task",
+        arguments_hash="h" * 32,
+        call={"id": "c1", "name": "delete_task", "arguments": '{"task_id": "t1"}'},
+        summary='delete_task(task_id="t1")',
+        created_at=created_at,
+        expires_at=expires_at,
+    )
+
+
+def test_in_memory_stores_satisfy_the_protocols() -> None:
+    assert isinstance(InMemoryConfirmationStore(), ConfirmationStore)
+    assert isinstance(InMemoryRateLimitStore(), RateLimitStore)
+    assert isinstance(InMemoryCache(), CacheStore)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Confirmations
+
+
+async def test_consume_is_single_use_and_bound_to_the_user() -> None:
+    store = InMemoryConfirmationStore()
+    await store.add(pending())
+    assert await store.consume("conf_1", user_id="someone-else") is None
+    assert await store.get("conf_1") is not None  # another user cannot destroy it
+    taken = await store.consume("conf_1", user_id="u1")
+    assert taken is not None and taken.id == "conf_1"
+    assert await store.consume("conf_1", user_id="u1") is None
+    assert await store.get("conf_1") is None
+    assert await store.consume("unknown", user_id="u1") is None
+
+
+async def test_concurrent_consumes_hand_out_one_confirmation_once() -> None:
+    store = InMemoryConfirmationStore()
+    await store.add(pending())
+    got = await asyncio.gather(*[store.consume("conf_1", user_id="u1") for _ in range(20)])
+    assert sum(1 for g in got if g is not None) == 1
+
+
+def test_consume_is_atomic_across_threads() -> None:
+    store = InMemoryConfirmationStore()
+    asyncio.run(store.add(pending()))
+    wins: list[object] = []
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait()
+        got = asyncio.run(store.consume("conf_1", user_id="u1"))
+        if got is not None:
+            wins.append(got)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+
+
+async def test_expired_confirmations_are_returned_by_consume_and_dropped_by_purge() -> None:
+    clock = Clock(1000.0)
+    store = InMemoryConfirmationStore(clock=clock)
+    await store.add(pending("a", expires_at=1500.0))
+    await store.add(pending("b", expires_at=3000.0))
+    assert [p.id for p in await store.list_pending("u1", now=1000.0)] == ["a", "b"]
+    assert [p.id for p in await store.list_pending("u1", now=2000.0)] == ["b"]
+    assert await store.list_pending("u2", now=1000.0) == []
+    assert await store.purge_expired(2000.0) == 1
+    assert await store.get("a") is None
+    taken = await store.consume("b", user_id="u1")
+    assert taken is not None and taken.expired(3000.0) and not taken.expired(2999.0)
+
+
+async def test_confirmation_store_is_bounded_dropping_expired_then_oldest() -> None:
+    clock = Clock(1000.0)
+    store = InMemoryConfirmationStore(max_pending=3, clock=clock)
+    await store.add(pending("old", expires_at=1001.0))
+    await store.add(pending("x", expires_at=5000.0))
+    await store.add(pending("y", expires_at=5000.0))
+    clock.now = 1002.0
+    await store.add(pending("z", expires_at=5000.0))  # "old" expired: it goes first
+    assert len(store) == 3 and await store.get("old") is None
+    await store.add(pending("w", expires_at=5000.0))  # none expired: the oldest goes
+    assert await store.get("x") is None and await store.get("w") is not None
+    with pytest.raises(ValueError):
+        InMemoryConfirmationStore(max_pending=0)
+
+
+def test_pending_confirmation_round_trips_and_keeps_values_out_of_repr() -> None:
+    p = pending()
+    assert PendingConfirmation.from_dict(p.to_dict()) == p
+    assert "t1" not in repr(p)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rate limits
+
+
+async def test_token_bucket_allows_a_burst_then_refills_over_time() -> None:
+    clock = Clock(0.0)
+    store = InMemoryRateLimitStore(clock=clock)
+    decisions = [await store.acquire("k", limit=3, period=60.0) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert decisions[-1].retry_after == pytest.approx(20.0)
+    clock.now = 19.0
+    assert not (await store.acquire("k", limit=3, period=60.0)).allowed
+    clock.now = 20.0
+    d = await store.acquire("k", limit=3, period=60.0)
+    assert d.allowed and d.retry_after == 0.0
+    assert (await store.acquire("other", limit=3, period=60.0)).allowed  # keys are independent
+    await store.reset("k")
+    assert (await store.acquire("k", limit=3, period=60.0)).remaining == pytest.approx(2.0)
+    await store.reset()
+    assert len(store) == 0
+
+
+async def test_token_bucket_never_exceeds_its_capacity() -> None:
+    clock = Clock(0.0)
+    store = InMemoryRateLimitStore(clock=clock)
+    await store.acquire("k", limit=2, period=1.0)
+    clock.now = 1000.0
+    allowed = [(await store.acquire("k", limit=2, period=1.0)).allowed for _ in range(3)]
+    assert allowed == [True, True, False]
+
+
+async def test_concurrent_acquires_never_share_the_last_token() -> None:
+    store = InMemoryRateLimitStore(clock=Clock(0.0))
+    decisions = await asyncio.gather(*[store.acquire("k", limit=5, period=60.0) for _ in range(50)])
+    assert sum(d.allowed for d in decisions) == 5
+
+
+async def test_rate_limit_store_forgets_only_full_buckets() -> None:
+    clock = Clock(0.0)
+    store = InMemoryRateLimitStore(clock=clock, max_keys=2)
+    await store.acquire("a", limit=1, period=1.0)
+    await store.acquire("slow", limit=1, period=86400.0)
+    clock.now = 10.0
+    await store.acquire("b", limit=1, period=1.0)  # 3 keys > 2: "a" is full again and is forgotten
+    assert len(store) == 2
+    assert not (await store.acquire("slow", limit=1, period=86400.0)).allowed  # kept: not refilled yet
+
+
+async def test_rate_limit_store_refuses_nonsense_limits() -> None:
+    store = InMemoryRateLimitStore()
+    with pytest.raises(ValueError):
+        await store.acquire("k", limit=0, period=1.0)
+    with pytest.raises(ValueError):
+        await store.acquire("k", limit=1, period=float("inf"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Cache
+
+
+async def test_cache_expires_entries_and_evicts_the_least_recently_used() -> None:
+    clock = Clock(0.0)
+    cache = InMemoryCache(max_entries=2, clock=clock)
+    await cache.set("a", b"1", ttl=10.0)
+    await cache.set("b", b"2", ttl=10.0)
+    assert await cache.get("a") == b"1"  # a is now the most recently used
+    await cache.set("c", b"3", ttl=10.0)
+    assert await cache.get("b") is None and await cache.get("a") == b"1"
+    clock.now = 10.0
+    assert await cache.get("a") is None
+    await cache.set("zero", b"x", ttl=0)
+    assert await cache.get("zero") is None
+    await cache.delete("c")
+    await cache.delete("missing")
+    assert await cache.get("c") is None
+    await cache.set("d", b"4", ttl=5.0)
+    await cache.clear()
+    assert len(cache) == 0
+    with pytest.raises(ValueError):
+        InMemoryCache(max_entries=0)
