@@ -1,0 +1,476 @@
+"""Anthropic Messages API wire format (`"anthropic"`).
+
+```json
+tools:    [{"name": "get_weather", "description": "...", "input_schema": {"type": "object", ...},
+            "strict": true, "input_examples": [{"city": "Paris"}]}]
+response: {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}]}
+result:   {"type": "tool_result", "tool_use_id": "toolu_01", "content": "...", "is_error": false}
+          (a content block of the next *user* message)
+```
+
+`input_examples` is written when the tool declares examples (`ToolOptions.examples`); Anthropic reads it
+under its advanced-tool-use beta. `"strict": true` is written only in strict mode.
+
+Plain export keeps the schema as it is, except that `anyOf`/`oneOf`/`allOf` at the top level of
+`input_schema` are rejected by the API (ANT-SCHEMA-2): a top-level `allOf` is folded into the schema and a
+top-level `anyOf`/`oneOf` is stated in the description.
+
+Strict mode (strict tool use) rewrites the schema with `AnthropicStrictSchema`:
+
+- every object is closed (`"additionalProperties": false`); optional properties stay optional (no nulls);
+  an optional property whose only extra value is a `null` default loses the null branch (one union fewer);
+- numeric bounds, `minLength`/`maxLength`, `maxItems`, `minItems` above 1, `uniqueItems`, unknown `format`s
+  and regexes with lookaround or backreferences are moved into the description;
+- `oneOf` becomes `anyOf`, `allOf` is folded into one schema; `$defs` are kept, but recursive definitions
+  are inlined twice and then cut (strict tool use rejects recursion);
+- *any value* becomes a string (a union would spend the small union budget): the model sends text for it;
+- a free-form object becomes a closed object without properties (only `{}` can be sent);
+- budgets per definition: at most 24 optional properties (beyond that the deepest become required) and at
+  most 16 unions (beyond that the deepest keep only their first non-null branch, the others named in the
+  description). The same budgets apply to *all strict tools of one request* together, which one definition
+  cannot see: check a request with `toolrun.formats.check_request(..., "anthropic", strict=True)`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from toolrun.formats._base import BaseFormat, Reader, original_name
+from toolrun.formats._schema import (
+    DEFINITIONS,
+    METADATA,
+    At,
+    SchemaTransformer,
+    iter_nodes,
+    label,
+    mapping_value,
+    resolve_pointer,
+    type_names,
+    with_notes,
+    words,
+)
+from toolrun.results import ToolResult
+from toolrun.tools import Tool, ToolCall
+
+if TYPE_CHECKING:
+    from toolrun.registry import ToolSet
+
+__all__ = ["AnthropicFormat", "AnthropicSchema", "AnthropicStrictSchema"]
+
+_PRIMITIVES = (str, int, float, bool, type(None))
+_DEF_REF = re.compile(r"#/(\$defs|definitions)/([^/]+)")
+_COMPLEX_REGEX = re.compile(r"\(\?[=!<]|\(\?P=|\\[1-9bB]|\\k<")
+
+
+class AnthropicSchema(SchemaTransformer):
+    """Plain `input_schema`: unchanged, except no `anyOf`/`oneOf`/`allOf` at the top level (ANT-SCHEMA-2)."""
+
+    def prepare(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        if at.is_root and isinstance(node.get("allOf"), list):
+            node = self.merge_all_of(node, at)
+        return node
+
+    def rewrite(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        if not at.is_root:
+            return node
+        notes: list[str] = []
+        for key in ("anyOf", "oneOf", "allOf"):
+            if key in node:
+                branches = node.pop(key)
+                joined = (
+                    "; ".join(label(b) for b in branches) if isinstance(branches, list) else label(branches)
+                )
+                word = "all" if key == "allOf" else "one"
+                notes.append(f"Must match {word} of: {joined}.")
+                self.changes.append(f"/: top-level '{key}' moved into the description (ANT-SCHEMA-2)")
+        if notes:
+            node["description"] = with_notes(node.get("description"), notes)
+        return node
+
+
+class AnthropicStrictSchema(AnthropicSchema):
+    """Rewrites a schema into Anthropic's strict tool use subset (rules ANT-S-* and ANT-L-*)."""
+
+    KEPT: ClassVar[frozenset[str]] = words(
+        "type enum const anyOf $ref $defs definitions default required properties additionalProperties "
+        "items format pattern minItems description title"
+    )
+    FORMATS: ClassVar[frozenset[str]] = frozenset(
+        ["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"]
+    )
+    MAX_OPTIONAL, MAX_UNIONS = 24, 16
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        super().__init__(schema)
+        self._kept_refs = _acyclic_definition_refs(schema, self.max_nodes)
+
+    # -- references: keep acyclic definitions, inline (and cut) recursive ones --------------------------
+
+    def keep_ref(self, ref: str) -> bool:
+        return ref in self._kept_refs
+
+    def keep_definitions(self, key: str, definitions: Mapping[str, Any], at: At) -> Mapping[str, Any] | None:
+        if not at.is_root:
+            return None
+        kept = {n: s for n, s in definitions.items() if f"#/{key}/{_escape(str(n))}" in self._kept_refs}
+        return kept or None
+
+    def recursion_cut(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        kept = {k: v for k, v in node.items() if k in ("description", "title")}
+        return self._any(kept, ["(Nested deeper; not described here.)"], at)
+
+    def unresolved(self, node: dict[str, Any], ref: str, at: At) -> dict[str, Any]:
+        return self._any({k: v for k, v in node.items() if k in ("description", "title")}, [], at)
+
+    # -- nodes ------------------------------------------------------------------------------------------
+
+    def prepare(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        if isinstance(node.get("allOf"), list):
+            node = self.merge_all_of(node, at)
+        if isinstance(node.get("oneOf"), list) and "anyOf" not in node:
+            node["anyOf"] = node.pop("oneOf")
+        return node
+
+    def rewrite(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        node = super().rewrite(node, at)
+        notes: list[str] = []
+        for key in METADATA & node.keys():
+            del node[key]
+        for key in ("allOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+                    "examples", "deprecated"):  # fmt: skip
+            self.move(node, key, notes, at)
+        if isinstance(node.get("enum"), list) and not all(isinstance(v, _PRIMITIVES) for v in node["enum"]):
+            self.move(node, "enum", notes, at, why=" (enum values must be primitives)")
+        if "const" in node and not isinstance(node["const"], _PRIMITIVES):
+            self.move(node, "const", notes, at, why=" (const must be a primitive)")
+        names = type_names(node)
+        if not names and not any(k in node for k in ("anyOf", "enum", "const", "$ref")):
+            if any(k in node for k in ("properties", "additionalProperties", "required")):
+                node["type"] = "object"
+                names = ["object"]
+            elif any(k in node for k in ("items", "prefixItems")):
+                node["type"] = "array"
+                names = ["array"]
+            else:
+                return self._any(node, notes, at)
+        if "object" in names:
+            self._object(node, notes, at)
+        if "array" in names:
+            self._array(node, notes, at)
+        fmt = node.get("format")
+        if fmt is not None and fmt not in self.FORMATS:
+            self.move(node, "format", notes, at, why=" (format not supported in strict mode)")
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and _COMPLEX_REGEX.search(pattern):
+            self.move(node, "pattern", notes, at, why=" (only simple regular expressions)")
+        min_items = node.get("minItems")
+        if min_items is not None and min_items not in (0, 1):
+            self.move(node, "minItems", notes, at, why=" (only 0 or 1 in strict mode)")
+        for key in [k for k in node if k not in self.KEPT]:
+            self.move(node, key, notes, at, why=" (not in the strict subset)")
+        return _described(node, notes)
+
+    def _any(self, node: dict[str, Any], notes: list[str], at: At) -> dict[str, Any]:
+        for key in [k for k in node if k not in ("description", "title")]:
+            self.move(node, key, notes, at)
+        self.changes.append(f"{at.path or '/'}: any value → string (strict mode needs a type)")
+        return _described({"type": "string", **node}, notes)
+
+    def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
+        props = node["properties"] = mapping_value(node, "properties")
+        extra = node.get("additionalProperties")
+        if extra is not None and extra is not False:
+            self.changes.append(
+                f"{at.path or '/'}: object closed (strict tool use needs additionalProperties false)"
+            )
+        node["additionalProperties"] = False
+        for key in ("patternProperties", "propertyNames", "minProperties", "maxProperties",
+                    "unevaluatedProperties"):  # fmt: skip
+            self.move(node, key, notes, at)
+        required = node.get("required")
+        if isinstance(required, list):
+            node["required"] = [r for r in required if r in props]
+        required = node.get("required") or []
+        for name, sub in props.items():
+            if (
+                name in required
+                or not isinstance(sub, dict)
+                or "default" not in sub
+                or sub["default"] is not None
+            ):
+                continue
+            narrowed = _without_null(sub)
+            if narrowed is not None:
+                props[name] = narrowed
+                self.changes.append(
+                    f"{at.path}/properties/{name}: optional with default null → null branch dropped"
+                )
+
+    def _array(self, node: dict[str, Any], notes: list[str], at: At) -> None:
+        prefix = node.pop("prefixItems", None)
+        if isinstance(node.get("items"), list):
+            prefix = node.pop("items")
+        if isinstance(prefix, list) and prefix:
+            rest = node.pop("items", None)
+            unique: list[Any] = []
+            for item in [*prefix, *([rest] if isinstance(rest, dict) else [])]:
+                if item not in unique:
+                    unique.append(item)
+            node["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
+            notes.append(
+                f"Exactly {len(prefix)} items"
+                + (
+                    ": " + "; ".join(f"{i + 1}: {label(p)}" for i, p in enumerate(prefix))
+                    if len(unique) > 1
+                    else ""
+                )
+                + "."
+            )
+            for key in ("minItems", "maxItems"):
+                if node.get(key) == len(prefix):
+                    del node[key]
+            self.changes.append(f"{at.path or '/'}: tuple (prefixItems) → array, length in the description")
+        for key in ("maxItems", "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems",
+                    "additionalItems"):  # fmt: skip
+            self.move(node, key, notes, at)
+
+    # -- budgets ----------------------------------------------------------------------------------------
+
+    def finish(self, schema: dict[str, Any]) -> dict[str, Any]:
+        objects: list[tuple[int, dict[str, Any]]] = []
+        unions: list[tuple[int, dict[str, Any]]] = []
+        for node, _level, path in iter_nodes(schema):
+            depth = path.count("/")
+            if node.get("type") == "object" and isinstance(node.get("properties"), dict):
+                objects.append((depth, node))
+            if "anyOf" in node or len(type_names(node)) > 1:
+                unions.append((depth, node))
+        optional = sum(len(set(n["properties"]) - set(n.get("required") or ())) for _, n in objects)
+        for _, node in sorted(objects, key=lambda item: -item[0]):
+            if optional <= self.MAX_OPTIONAL:
+                break
+            missing = [p for p in node["properties"] if p not in (node.get("required") or [])]
+            take = missing[: optional - self.MAX_OPTIONAL]
+            node["required"] = [*(node.get("required") or []), *take]
+            optional -= len(take)
+            self.changes.append(f"{len(take)} optional properties made required (ANT-L-OPTIONAL budget)")
+        excess = len(unions) - self.MAX_UNIONS
+        for _, node in sorted(unions, key=lambda item: -item[0])[: max(excess, 0)]:
+            _collapse(node)
+            self.changes.append("a union reduced to its first branch (ANT-L-UNION budget)")
+        return schema
+
+
+def _described(node: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    text = with_notes(node.get("description"), notes)
+    if text is None:
+        node.pop("description", None)
+    else:
+        node["description"] = text
+    return node
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """`schema` without its null alternative, or None if it has no separable one."""
+    kind = schema.get("type")
+    if isinstance(kind, list) and "null" in kind and len(kind) > 1:
+        rest = [t for t in kind if t != "null"]
+        out = {k: v for k, v in schema.items() if k != "default"}
+        out["type"] = rest[0] if len(rest) == 1 else rest
+        if isinstance(out.get("enum"), list):
+            out["enum"] = [v for v in out["enum"] if v is not None]
+        return out
+    branches = schema.get("anyOf")
+    if isinstance(branches, list) and "type" not in schema:
+        rest = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null" and len(b) == 1)]
+        if len(rest) == len(branches) or not rest:
+            return None
+        out = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
+        if len(rest) == 1 and isinstance(rest[0], dict) and not (rest[0].keys() & out.keys()):
+            return {**rest[0], **out}
+        return {**out, "anyOf": rest}
+    return None
+
+
+def _collapse(node: dict[str, Any]) -> None:
+    """Reduce a union node in place to its first non-null alternative; name the others in the description."""
+    kind = node.get("type")
+    if isinstance(kind, list) and len(kind) > 1:
+        keep = next((t for t in kind if t != "null"), kind[0])
+        others = [t for t in kind if t != keep]
+        node["type"] = keep
+        if isinstance(node.get("enum"), list) and keep != "null":
+            node["enum"] = [v for v in node["enum"] if v is not None]
+        node["description"] = with_notes(node.get("description"), [f"(Also accepts {', '.join(others)}.)"])
+    branches = node.get("anyOf")
+    if isinstance(branches, list) and branches:
+        real = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")]
+        first = (real or branches)[0]
+        others = [label(b) for b in branches if b is not first]
+        del node["anyOf"]
+        if isinstance(first, dict):
+            for key, value in first.items():
+                if key == "description":
+                    continue
+                node.setdefault(key, value)
+            if "description" in first and "description" not in node:
+                node["description"] = first["description"]
+        if others:
+            node["description"] = with_notes(
+                node.get("description"), [f"(Also accepts {', '.join(others)}.)"]
+            )
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _acyclic_definition_refs(root: Mapping[str, Any], budget: int) -> frozenset[str]:
+    """The `#/$defs/X` (and `#/definitions/X`) refs whose target can never lead back to itself.
+
+    Every `$ref` target is a node of the graph (a definition, `#`, or any other pointer); an edge leads from a
+    target to each `$ref` found inside it. A definition on a cycle is recursive and must be inlined; the rest
+    can stay as `$ref`s. Scanning stops after `budget` nodes (then nothing is kept: everything is inlined).
+    """
+    scanned = 0
+
+    def refs_in(node: Any) -> set[str]:
+        nonlocal scanned
+        found: set[str] = set()
+        stack = [node]
+        while stack:
+            item = stack.pop()
+            scanned += 1
+            if scanned > budget:
+                raise _TooBig
+            if isinstance(item, Mapping):
+                ref = item.get("$ref")
+                if isinstance(ref, str):
+                    found.add(ref)
+                stack.extend(v for k, v in item.items() if k not in DEFINITIONS or item is node)
+            elif isinstance(item, list):
+                stack.extend(item)
+        return found
+
+    candidates = {
+        f"#/{key}/{_escape(str(name))}"
+        for key in DEFINITIONS
+        if isinstance(root.get(key), Mapping)
+        for name in root[key]
+    }
+    try:
+        edges: dict[str, set[str]] = {}
+        pending = list(candidates)
+        while pending:
+            ref = pending.pop()
+            if ref in edges:
+                continue
+            target = resolve_pointer(root, ref)
+            body = (
+                {k: v for k, v in target.items() if k not in DEFINITIONS}
+                if isinstance(target, Mapping)
+                else {}
+            )
+            edges[ref] = refs_in(body)
+            pending.extend(r for r in edges[ref] if r not in edges and r.startswith("#"))
+            if len(edges) > 1_000:
+                raise _TooBig
+    except _TooBig:
+        return frozenset()
+
+    def reaches_itself(start: str) -> bool:
+        seen: set[str] = set()
+        stack = list(edges.get(start, ()))
+        while stack:
+            ref = stack.pop()
+            if ref == start:
+                return True
+            if ref in seen:
+                continue
+            seen.add(ref)
+            stack.extend(edges.get(ref, ()))
+        return False
+
+    return frozenset(
+        ref
+        for ref in candidates
+        if _DEF_REF.fullmatch(ref)
+        and isinstance(resolve_pointer(root, ref), Mapping)
+        and not reaches_itself(ref)
+    )
+
+
+class _TooBig(Exception):
+    pass
+
+
+class AnthropicFormat(BaseFormat):
+    """Anthropic Messages API: custom tools, `tool_use` blocks, `tool_result` blocks."""
+
+    name = "anthropic"
+    plain = AnthropicSchema
+    strict_transformer = AnthropicStrictSchema
+
+    def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
+        """`{"name", "description", "input_schema"}`, plus `"strict": true` and `input_examples` if any."""
+        out: dict[str, Any] = {
+            "name": self.wire_name(tool, name),
+            "description": tool.description,
+            "input_schema": self.schema(tool.parameters, strict=strict),
+        }
+        if strict:
+            out["strict"] = True
+        if tool.options.examples:
+            out["input_examples"] = [dict(example.input) for example in tool.options.examples]
+        return out
+
+    def parse_tool_calls(
+        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+    ) -> list[ToolCall]:
+        """Calls in a `Message` (`content[*]` blocks of type `tool_use`), or in a list of content blocks.
+
+        `arguments` is the block's `input` object as sent.
+
+        Raises:
+            ToolCallParseError: the response is not a Messages API message or content list.
+        """
+        reader = Reader(self.name)
+        data = reader.data(response)
+        if isinstance(data, list):
+            base, blocks = "", data
+        else:
+            holder = reader.mapping(data, "")
+            base, blocks = "content", reader.list(reader.field(holder, "content", ""), "content")
+        calls = []
+        for i, raw in enumerate(blocks):
+            path = f"{base}[{i}]"
+            block = reader.mapping(raw, path)
+            if block.get("type") != "tool_use":
+                continue
+            call_id = reader.string(block, "id", path)
+            wire = reader.string(block, "name", path)
+            arguments = block.get("input", {})
+            if not isinstance(arguments, Mapping):
+                reader.fail(
+                    f"{path}.input", f"expected an object of arguments, got {type(arguments).__name__}"
+                )
+            calls.append(ToolCall(id=call_id, name=original_name(wire, names), arguments=dict(arguments)))
+        return calls
+
+    def tool_result_message(
+        self, result: ToolResult, *, name: str | None = None, tool: Tool | None = None
+    ) -> dict[str, Any]:
+        """A `tool_result` content block for the next user message; `is_error` only for failed calls.
+
+        A call waiting for confirmation is not an error: its text says the action has not run.
+        """
+        return {
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": result.render(),
+            "is_error": result.status == "error",
+        }

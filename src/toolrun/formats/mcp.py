@@ -1,0 +1,154 @@
+"""Model Context Protocol wire format (`"mcp"`): `tools/list` entries, `tools/call`, `CallToolResult`.
+
+```json
+tool:    {"name": "get_weather", "description": "...",
+          "inputSchema": {"type": "object", ...}, "outputSchema": {"type": "object", ...},
+          "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true,
+                          "openWorldHint": true}}
+call:    {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+          "params": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+result:  {"content": [{"type": "text", "text": "..."}], "structuredContent": {...}, "isError": false}
+```
+
+MCP takes plain JSON Schema, so `inputSchema` is the tool's parameters as they are (boolean sub-schemas
+become objects). `outputSchema` must describe an object: an output type that is not an object (a number,
+a list, an optional model) is wrapped as `{"type": "object", "properties": {"result": ...},
+"required": ["result"]}`, and `structuredContent` is then `{"result": value}` to match.
+
+`annotations` come from the tool's options: `readOnlyHint` (`read_only`), `destructiveHint`
+(`destructive`), `idempotentHint` (`idempotent`, implied by `read_only`), `openWorldHint` (`open_world`,
+left out when unknown).
+
+MCP has no strict mode: `strict=True` gives the same definition as `strict=False`. Tool names are sent as
+given (MCP allows `.`); a name with `:` draws a checker warning (the spec's naming rule is a SHOULD).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolrun.formats._base import BaseFormat, Reader, original_name, stable_id
+from toolrun.formats._schema import SchemaTransformer
+from toolrun.results import ToolResult
+from toolrun.tools import NAME_PATTERN, Tool, ToolCall
+
+if TYPE_CHECKING:
+    from toolrun.registry import ToolSet
+
+__all__ = ["MCPFormat", "output_schema"]
+
+_DEFS = ("$defs", "definitions")
+
+
+def output_schema(tool: Tool) -> tuple[dict[str, Any], bool] | None:
+    """The tool's MCP `outputSchema` and whether results are wrapped under `"result"`; None if unknown."""
+    schema = tool.output_schema
+    if schema is None:
+        return None
+    copied = SchemaTransformer(schema).transform()
+    if copied.get("type") == "object":
+        return copied, False
+    wrapper: dict[str, Any] = {
+        "type": "object",
+        "properties": {"result": {k: v for k, v in copied.items() if k not in _DEFS}},
+        "required": ["result"],
+    }
+    for key in _DEFS:  # `$ref`s resolve from the root, so definitions move up with it
+        if key in copied:
+            wrapper[key] = copied[key]
+    return wrapper, True
+
+
+def structured_content(value: Any, tool: Tool | None) -> dict[str, Any] | None:
+    """`structuredContent` for a successful call's value, or None when there is none to send."""
+    wrapped = False
+    if tool is not None and tool.output_schema is not None:
+        wrapped = tool.output_schema.get("type") != "object"
+    if wrapped:
+        return {"result": value}
+    return value if isinstance(value, dict) else None
+
+
+class MCPFormat(BaseFormat):
+    """MCP: `Tool` definitions, `tools/call` requests and `CallToolResult`s."""
+
+    name = "mcp"
+    name_pattern = NAME_PATTERN
+
+    def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
+        """An MCP `Tool`: name, description, inputSchema, outputSchema (when known), annotations."""
+        out: dict[str, Any] = {
+            "name": self.wire_name(tool, name),
+            "description": tool.description,
+            "inputSchema": self.schema(tool.parameters, strict=False),
+        }
+        output = output_schema(tool)
+        if output is not None:
+            out["outputSchema"] = output[0]
+        options = tool.options
+        annotations: dict[str, Any] = {
+            "readOnlyHint": options.read_only,
+            "destructiveHint": options.destructive,
+            "idempotentHint": options.effective_idempotent,
+        }
+        if options.open_world is not None:
+            annotations["openWorldHint"] = options.open_world
+        out["annotations"] = annotations
+        return out
+
+    def parse_tool_calls(
+        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+    ) -> list[ToolCall]:
+        """The call in a `tools/call` request: its `params` (`{"name", "arguments"}`) or the whole JSON-RPC
+        request. Always one call; its id is the JSON-RPC id (or a stable one made from the params).
+
+        Raises:
+            ToolCallParseError: not a `tools/call` request or params object.
+        """
+        reader = Reader(self.name)
+        message = reader.mapping(reader.data(response), "")
+        request_id: Any = None
+        if "method" in message or "jsonrpc" in message:
+            method = message.get("method")
+            if method != "tools/call":
+                reader.fail("method", f"expected 'tools/call', got {method!r}")
+            request_id = message.get("id")
+            base, params = "params", reader.mapping(reader.field(message, "params", ""), "params")
+        else:
+            base, params = "", message
+        wire = reader.string(params, "name", base)
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            where = f"{base}.arguments" if base else "arguments"
+            reader.fail(where, f"expected an object of arguments, got {type(arguments).__name__}")
+        if isinstance(request_id, str | int) and not isinstance(request_id, bool):
+            call_id = str(request_id)
+        else:
+            call_id = stable_id("toolrun_mcp_", 0, wire, arguments)
+        args = dict(arguments) if arguments is not None else None
+        return [ToolCall(id=call_id, name=original_name(wire, names), arguments=args)]
+
+    def tool_result_message(
+        self, result: ToolResult, *, name: str | None = None, tool: Tool | None = None
+    ) -> dict[str, Any]:
+        """A `CallToolResult`: the rendered text, `structuredContent` for successful calls, `isError`.
+
+        `structuredContent` is the value when it is a JSON object, or `{"result": value}` when `tool` has an
+        output schema that is not an object (matching the wrapped `outputSchema`). A hidden value
+        (`exclude_value_from_context`), a failure or a pending confirmation carries none.
+
+        Args:
+            result: The result to send back.
+            name: Unused.
+            tool: The tool that ran; needed to wrap non-object results as its `outputSchema` says.
+        """
+        out: dict[str, Any] = {
+            "content": [{"type": "text", "text": result.render()}],
+            "isError": result.status == "error",
+        }
+        if result.status == "ok" and not result.exclude_value_from_context:
+            structured = structured_content(result.value, tool)
+            if structured is not None:
+                out["structuredContent"] = structured
+        return out

@@ -1,0 +1,451 @@
+"""OpenAI wire formats: Chat Completions (`"openai"`) and the Responses API (`"openai-responses"`).
+
+Chat Completions
+
+```json
+tools:    [{"type": "function",
+            "function": {"name": "get_weather", "description": "...", "parameters": {...}, "strict": true}}]
+response: {"choices": [{"message": {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}}]}
+result:   {"role": "tool", "tool_call_id": "call_1", "content": "..."}
+```
+
+Responses API (flat tools; calls and results are items)
+
+```json
+tools:    [{"type": "function", "name": "get_weather", "description": "...", "parameters": {...},
+            "strict": false}]
+response: {"output": [{"type": "function_call", "call_id": "call_1", "name": "get_weather",
+                       "arguments": "{\\"city\\": \\"Paris\\"}"}]}
+result:   {"type": "function_call_output", "call_id": "call_1", "output": "..."}
+```
+
+`strict` is always written out: Chat Completions defaults it to false, the Responses API to true
+(OAI-STRICT-DEFAULT), so leaving it out would mean different things on the two APIs.
+
+Strict mode (`strict=True`, Structured Outputs) rewrites the parameters schema with `OpenAIStrictSchema`:
+
+- every object is closed (`"additionalProperties": false`) and lists every property in `required`;
+- an optional *parameter* (a property of the root object) becomes nullable instead (`["integer", "null"]`, or
+  `anyOf [..., {"type": "null"}]`): the tool's validator reads `null` there as "use the default", so the model
+  may still leave it out. Optional properties of *nested* objects become required as they are (the validator
+  would reject a `null` there), so the model must fill them; their default is stated in the description;
+- `default` is dropped (OAI-S-DEFAULT) and stated in the description ("Default: 10."); so is every keyword
+  outside the strict subset (`minLength`, `maxLength`, unknown `format`s, `uniqueItems`, `not`, ...);
+- `oneOf` becomes `anyOf`; `allOf` is folded into one schema; a `type` list of several types becomes `anyOf`;
+  a `$ref` with sibling keywords is wrapped as `anyOf: [{"$ref": ...}]`; `$defs` and recursion are kept;
+- *any value* (`{}`, a parameter with no type) becomes `anyOf` of string, number, boolean, null and an array
+  of those: objects and nested arrays cannot be sent for it in strict mode;
+- a free-form object (`dict[str, int]`, `{"type": "object"}` without properties) becomes a closed object
+  with no properties: in strict mode the model can send only `{}` for it. Prefer non-strict mode there;
+- tuples (`prefixItems`) become arrays of exactly that many items, each item any of the listed types (the
+  position of each type is stated in the description).
+
+Schemas beyond OpenAI's hard strict-mode limits (more than 10 levels of nesting, 5,000 properties, 1,000 enum
+values, 120,000 characters of names and values) raise `SchemaError` instead of producing a definition the API
+would reject. More than 500 enum values pass with a checker warning (an older, undocumented limit).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from toolrun.exceptions import SchemaError
+from toolrun.formats._base import BaseFormat, Reader, original_name
+from toolrun.formats._schema import (
+    METADATA,
+    At,
+    SchemaTransformer,
+    admits_null,
+    descriptive,
+    iter_nodes,
+    label,
+    list_value,
+    mapping_value,
+    resolve_pointer,
+    split_types,
+    type_names,
+    with_notes,
+    words,
+)
+from toolrun.results import ToolResult
+from toolrun.tools import Tool, ToolCall
+
+if TYPE_CHECKING:
+    from toolrun.registry import ToolSet
+
+__all__ = ["OpenAIChatFormat", "OpenAIResponsesFormat", "OpenAIStrictSchema"]
+
+_SCALARS = ("string", "number", "integer", "boolean")
+_DEF_REF = re.compile(r"#/(\$defs|definitions)/[^/]+")
+_COMPLEX_REGEX = re.compile(r"\(\?[=!<]|\\[1-9]|\\k<")
+
+
+def any_value() -> dict[str, Any]:
+    """Strict mode's stand-in for "any JSON value": a scalar, null, or an array of those."""
+    scalars = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
+    return {"anyOf": [*scalars, {"type": "array", "items": {"anyOf": [dict(s) for s in scalars]}}]}
+
+
+class OpenAIStrictSchema(SchemaTransformer):
+    """Rewrites a schema into OpenAI's Structured Outputs subset (rules OAI-S-* and OAI-L-*)."""
+
+    KEPT: ClassVar[frozenset[str]] = words(
+        "type enum const anyOf properties required additionalProperties items $ref $defs definitions "
+        "pattern format multipleOf maximum exclusiveMaximum minimum exclusiveMinimum minItems maxItems "
+        "description title"
+    )
+    FORMATS: ClassVar[frozenset[str]] = frozenset(
+        ["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"]
+    )
+    MAX_LEVELS, MAX_PROPS, MAX_ENUM, MAX_STRLEN = 10, 5_000, 1_000, 120_000
+    BIG_ENUM, BIG_ENUM_CHARS = 250, 15_000
+
+    def keep_ref(self, ref: str) -> bool:
+        # Strict mode resolves `#` and top-level definitions only; other pointers are inlined.
+        if ref == "#":
+            return True
+        return bool(_DEF_REF.fullmatch(ref)) and isinstance(resolve_pointer(self.root, ref), Mapping | bool)
+
+    def unresolved(self, node: dict[str, Any], ref: str, at: At) -> dict[str, Any]:
+        return self._any(node, [], at)
+
+    def recursion_cut(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        return self._any(node, [], at)
+
+    def prepare(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        if isinstance(node.get("allOf"), list):
+            node = self.merge_all_of(node, at)
+        if isinstance(node.get("oneOf"), list) and "anyOf" not in node:
+            node["anyOf"] = node.pop("oneOf")
+            self.changes.append(f"{at.path or '/'}: oneOf → anyOf (strict mode has no oneOf)")
+        return node
+
+    def rewrite(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        notes: list[str] = []
+        for key in METADATA & node.keys():
+            del node[key]
+        if at.is_root:
+            for key in ("anyOf", "oneOf"):
+                if key in node:
+                    branches = node.pop(key)
+                    notes.append("Must match one of: " + "; ".join(label(b) for b in branches) + ".")
+                    self.changes.append(f"/: root '{key}' moved into the description (OAI-S-ROOT)")
+        for key in ("allOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas"):
+            self.move(node, key, notes, at)
+        for key in ("default", "examples", "deprecated"):
+            self.move(node, key, notes, at)
+
+        if "$ref" in node:
+            return self._ref(node, notes, at)
+        names = type_names(node)
+        if len([t for t in names if t != "null"]) > 1:
+            return self._split(node, names, notes, at)
+        if not names and "anyOf" not in node and "enum" not in node and "const" not in node:
+            if any(k in node for k in ("properties", "additionalProperties", "required")):
+                node["type"] = "object"
+            elif any(k in node for k in ("items", "prefixItems")):
+                node["type"] = "array"
+            else:
+                return self._any(node, notes, at)
+            names = type_names(node)
+        if "object" in names:
+            self._object(node, notes, at)
+        if "array" in names:
+            self._array(node, notes, at)
+        self._string(node, notes, at)
+        for key in [k for k in node if k not in self.KEPT]:
+            self.move(node, key, notes, at, why=" (not in the strict subset)")
+        return self._described(node, notes)
+
+    # -- pieces -----------------------------------------------------------------------------------------
+
+    def _described(self, node: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+        text = with_notes(node.get("description"), notes)
+        if text is None:
+            node.pop("description", None)
+        else:
+            node["description"] = text
+        return node
+
+    def _any(self, node: dict[str, Any], notes: list[str], at: At) -> dict[str, Any]:
+        for key in [k for k in node if k not in ("description", "title")]:
+            self.move(node, key, notes, at)
+        self.changes.append(f"{at.path or '/'}: any value → scalar, null or array of scalars (strict mode)")
+        out = {**any_value(), **descriptive(node)}
+        return self._described(out, notes)
+
+    def _ref(self, node: dict[str, Any], notes: list[str], at: At) -> dict[str, Any]:
+        ref = node.pop("$ref")
+        for key in [k for k in node if k not in ("description", "title")]:
+            self.move(node, key, notes, at, why=" (strict mode takes no keywords beside $ref)")
+        if not node and not notes:
+            return {"$ref": ref}
+        return self._described({"anyOf": [{"$ref": ref}], **node}, notes)
+
+    def _split(self, node: dict[str, Any], names: list[str], notes: list[str], at: At) -> dict[str, Any]:
+        branches: list[dict[str, Any]] = [self.rewrite(b, at) for b in split_types(node)]
+        if "null" in names:
+            branches.append({"type": "null"})
+        self.changes.append(f"{at.path or '/'}: type list {names} → anyOf")
+        out = {"anyOf": branches, **descriptive(node)}
+        return self._described(out, notes)
+
+    def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
+        props = node["properties"] = mapping_value(node, "properties")
+        extra = node.get("additionalProperties")
+        if extra is not None and extra is not False:
+            what = "its keys" if not props else "keys beyond its properties"
+            self.changes.append(
+                f"{at.path or '/'}: object closed (strict mode cannot describe {what}: "
+                f"{label(extra) if isinstance(extra, dict) else 'any'})"
+            )
+        for key in ("patternProperties", "propertyNames", "minProperties", "maxProperties",
+                    "unevaluatedProperties"):  # fmt: skip
+            self.move(node, key, notes, at)
+        required = list_value(node, "required")
+        for name in [p for p in props if p not in required]:
+            if at.is_root:
+                props[name] = nullable(props[name])
+                self.changes.append(f"{at.path}/properties/{name}: optional → required and nullable")
+            else:
+                self.changes.append(f"{at.path}/properties/{name}: optional nested property → required")
+        node["required"] = list(props)
+        node["additionalProperties"] = False
+
+    def _array(self, node: dict[str, Any], notes: list[str], at: At) -> None:
+        prefix = node.pop("prefixItems", None)
+        if isinstance(node.get("items"), list):
+            prefix = node.pop("items")
+        if isinstance(prefix, list) and prefix:
+            rest = node.pop("items", None)
+            unique: list[Any] = []
+            for item in [*prefix, *([rest] if isinstance(rest, dict) else [])]:
+                if item not in unique:
+                    unique.append(item)
+            node["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
+            if len(unique) > 1:
+                notes.append(
+                    "Items in order: " + "; ".join(f"{i + 1}: {label(p)}" for i, p in enumerate(prefix)) + "."
+                )
+            if rest is None or rest is False:
+                node["minItems"] = max(node.get("minItems", 0), len(prefix))
+                node["maxItems"] = min(node.get("maxItems", len(prefix)), len(prefix))
+            self.changes.append(f"{at.path or '/'}: tuple (prefixItems) → array of {len(prefix)} items")
+        if not isinstance(node.get("items"), dict):
+            node.pop("items", None)
+            node["items"] = any_value()
+            self.changes.append(f"{at.path or '/'}: array without item type → items of any scalar")
+        for key in ("uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems",
+                    "additionalItems"):  # fmt: skip
+            self.move(node, key, notes, at)
+
+    def _string(self, node: dict[str, Any], notes: list[str], at: At) -> None:
+        for key in ("minLength", "maxLength", "contentEncoding", "contentMediaType", "contentSchema"):
+            self.move(node, key, notes, at, why=" (OAI-S-FT)" if key.endswith("Length") else "")
+        fmt = node.get("format")
+        if fmt is not None and fmt not in self.FORMATS:
+            self.move(node, "format", notes, at, why=" (format not supported in strict mode)")
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and _COMPLEX_REGEX.search(pattern):
+            self.move(node, "pattern", notes, at, why=" (lookaround/backreference)")
+
+    # -- limits -----------------------------------------------------------------------------------------
+
+    def finish(self, schema: dict[str, Any]) -> dict[str, Any]:
+        props = strlen = enum_values = 0
+        for node, level, path in iter_nodes(schema):
+            if level > self.MAX_LEVELS:
+                raise SchemaError(
+                    f"schema nests {level} object/array levels at {path}; OpenAI strict mode allows "
+                    f"{self.MAX_LEVELS} (OAI-L-DEPTH). Flatten it or export with strict=False."
+                )
+            if isinstance(node.get("properties"), dict):
+                props += len(node["properties"])
+                strlen += sum(len(name) for name in node["properties"])
+            for key in ("$defs", "definitions"):
+                if isinstance(node.get(key), dict):
+                    strlen += sum(len(name) for name in node[key])
+            if "const" in node:
+                strlen += _length(node["const"])
+            enum = node.get("enum")
+            if isinstance(enum, list):
+                enum_values += len(enum)
+                chars = sum(_length(v) for v in enum)
+                strlen += chars
+                if len(enum) > self.BIG_ENUM and chars > self.BIG_ENUM_CHARS:
+                    raise SchemaError(
+                        f"string enum at {path} has {len(enum)} values totalling {chars} characters; OpenAI "
+                        f"strict mode allows {self.BIG_ENUM_CHARS} (OAI-L-ENUMSTR). Export with strict=False."
+                    )
+        for what, count, limit, rule in (
+            ("object properties", props, self.MAX_PROPS, "OAI-L-PROPS"),
+            ("enum values", enum_values, self.MAX_ENUM, "OAI-L-ENUM"),
+            ("characters of names and enum values", strlen, self.MAX_STRLEN, "OAI-L-STRLEN"),
+        ):
+            if count > limit:
+                raise SchemaError(
+                    f"schema has {count} {what}; OpenAI strict mode allows {limit} ({rule}). "
+                    "Export with strict=False."
+                )
+        return schema
+
+
+def _length(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    return len(str(value)) if isinstance(value, int | float | bool) or value is None else 0
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` widened to also accept `null` (unchanged if it already does)."""
+    if admits_null(schema):
+        return schema
+    kind = schema.get("type")
+    if (
+        isinstance(kind, str)
+        and kind in _SCALARS
+        and not any(k in schema for k in ("anyOf", "$ref", "const"))
+    ):
+        out = {**schema, "type": [kind, "null"]}
+        if isinstance(out.get("enum"), list):
+            out["enum"] = [*out["enum"], None]
+        return out
+    if isinstance(schema.get("anyOf"), list) and not any(
+        k in schema for k in ("type", "$ref", "enum", "const")
+    ):
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    outer = descriptive(schema)
+    inner = {k: v for k, v in schema.items() if k not in outer}
+    return {"anyOf": [inner, {"type": "null"}], **outer}
+
+
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _arguments(reader: Reader, holder: Mapping[str, Any], path: str) -> str | Mapping[str, Any] | None:
+    """`arguments` as sent: JSON text (kept undecoded), or an object (some OpenAI-compatible servers)."""
+    value = holder.get("arguments")
+    if value is not None and not isinstance(value, str | Mapping):
+        reader.fail(f"{path}.arguments", f"expected JSON text, got {type(value).__name__}")
+    return value
+
+
+class OpenAIChatFormat(BaseFormat):
+    """OpenAI Chat Completions: `tools`, `message.tool_calls`, `role: "tool"` messages."""
+
+    name = "openai"
+    strict_transformer = OpenAIStrictSchema
+
+    def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
+        """`{"type": "function", "function": {"name", "description", "parameters", "strict"}}`."""
+        function = {
+            "name": self.wire_name(tool, name),
+            "description": tool.description,
+            "parameters": self.schema(tool.parameters, strict=strict),
+            "strict": strict,
+        }
+        return {"type": "function", "function": function}
+
+    def parse_tool_calls(
+        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+    ) -> list[ToolCall]:
+        """Calls in a `ChatCompletion` (`choices[0].message.tool_calls`) or in a bare assistant message.
+
+        `arguments` stays the JSON text the model wrote (decoding and validation are the executor's job).
+
+        Raises:
+            ToolCallParseError: the response is not a Chat Completions response or message.
+        """
+        reader = Reader(self.name)
+        data = reader.data(response)
+        if isinstance(data, Mapping) and "choices" in data:
+            choices = reader.list(data["choices"], "choices")
+            if not choices:
+                return []
+            choice = reader.mapping(choices[0], "choices[0]")
+            base = "choices[0].message"
+            message = reader.mapping(reader.field(choice, "message", "choices[0]"), base)
+        elif isinstance(data, Mapping) and any(k in data for k in ("tool_calls", "role")):
+            base, message = "message", data
+        else:
+            reader.fail("", "expected a Chat Completions response (with 'choices') or an assistant message")
+        raw = message.get("tool_calls")
+        if raw is None:
+            return []
+        calls = []
+        for i, item in enumerate(reader.list(raw, f"{base}.tool_calls")):
+            path = f"{base}.tool_calls[{i}]"
+            call = reader.mapping(item, path)
+            kind = call.get("type", "function")
+            if kind != "function":
+                reader.fail(
+                    f"{path}.type", f"unsupported tool call type {kind!r}; only 'function' calls are read"
+                )
+            call_id = reader.string(call, "id", path)
+            function = reader.mapping(reader.field(call, "function", path), f"{path}.function")
+            wire = reader.string(function, "name", f"{path}.function")
+            args = _arguments(reader, function, f"{path}.function")
+            calls.append(ToolCall(id=call_id, name=original_name(wire, names), arguments=args))
+        return calls
+
+    def tool_result_message(
+        self, result: ToolResult, *, name: str | None = None, tool: Tool | None = None
+    ) -> dict[str, Any]:
+        """`{"role": "tool", "tool_call_id", "content": result.render()}`."""
+        return {"role": "tool", "tool_call_id": result.call_id, "content": result.render()}
+
+
+class OpenAIResponsesFormat(BaseFormat):
+    """OpenAI Responses API: flat function tools, `function_call` and `function_call_output` items."""
+
+    name = "openai-responses"
+    strict_transformer = OpenAIStrictSchema
+
+    def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
+        """`{"type": "function", "name", "description", "parameters", "strict"}` (`strict` always set)."""
+        return {
+            "type": "function",
+            "name": self.wire_name(tool, name),
+            "description": tool.description,
+            "parameters": self.schema(tool.parameters, strict=strict),
+            "strict": strict,
+        }
+
+    def parse_tool_calls(
+        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+    ) -> list[ToolCall]:
+        """Calls in a `Response` (`output[*]` items of type `function_call`), or in a list of items.
+
+        The call's id is its `call_id` (what `function_call_output` answers), not the item `id`.
+
+        Raises:
+            ToolCallParseError: the response is not a Responses API response or item list.
+        """
+        reader = Reader(self.name)
+        data = reader.data(response)
+        if isinstance(data, list):
+            base, items = "", data
+        else:
+            holder = reader.mapping(data, "")
+            base, items = "output", reader.list(reader.field(holder, "output", ""), "output")
+        calls = []
+        for i, raw in enumerate(items):
+            path = f"{base}[{i}]"
+            item = reader.mapping(raw, path)
+            if item.get("type") != "function_call":
+                continue
+            call_id = reader.string(item, "call_id", path)
+            wire = reader.string(item, "name", path)
+            args = _arguments(reader, item, path)
+            calls.append(ToolCall(id=call_id, name=original_name(wire, names), arguments=args))
+        return calls
+
+    def tool_result_message(
+        self, result: ToolResult, *, name: str | None = None, tool: Tool | None = None
+    ) -> dict[str, Any]:
+        """`{"type": "function_call_output", "call_id", "output": result.render()}`."""
+        return {"type": "function_call_output", "call_id": result.call_id, "output": result.render()}
