@@ -79,7 +79,8 @@ def infer_model(model: Model | str, **kwargs: Any) -> Model:
             base_url, model_name = OLLAMA_BASE_URL, rest
         else:
             match = _COMPATIBLE.match(rest)
-            if match is None:
+            # "http://host:11434/v1" alone would read as host "host" and model "11434/v1": a port, no model.
+            if match is None or re.fullmatch(r"\d+(?:/[^:]*)?", match["model"]):
                 raise UnknownModelError(
                     f"Cannot read {model!r}: write openai-compatible:URL:MODEL, with an http(s) URL, e.g. "
                     '"openai-compatible:http://127.0.0.1:11434/v1:llama3.1".'

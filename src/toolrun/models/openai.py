@@ -260,14 +260,25 @@ class OpenAIModel:
                 body["stream_options"] = {"include_usage": True}
         return body
 
-    def _options(self, request: ModelRequest) -> dict[str, Any]:
+    def _call_arguments(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """Keyword arguments for the SDK call.
+
+        Only the parameters the SDK needs to pick its return type travel as keywords; the rest of the body,
+        already in wire form, goes as `extra_body`, so toolrun does not depend on which fields a given SDK
+        version declares (SDKs add and drop them often). The settings' `extra_body` wins over both.
+        """
         settings = self.settings.merge(request.settings)
-        options: dict[str, Any] = {}
+        body = self.build_body(request, stream=stream)
+        arguments: dict[str, Any] = {
+            key: body.pop(key) for key in ("model", "messages", "stream") if key in body
+        }
         if settings.extra_body:
-            options["extra_body"] = dict(settings.extra_body)
+            body.update(settings.extra_body)
+        if body:
+            arguments["extra_body"] = body
         if settings.timeout is not None:
-            options["timeout"] = settings.timeout
-        return options
+            arguments["timeout"] = settings.timeout
+        return arguments
 
     # --------------------------------------------------------------------------------------------------
     # Response parsing
@@ -316,11 +327,11 @@ class OpenAIModel:
     # --------------------------------------------------------------------------------------------------
     # The Model protocol
 
-    async def _create(self, body: dict[str, Any], options: dict[str, Any]) -> Any:
+    async def _create(self, arguments: dict[str, Any]) -> Any:
         """The one boundary where SDK exceptions become `ProviderError`s."""
         client = self._sdk()
         try:
-            return await client.chat.completions.create(**body, **options)
+            return await client.chat.completions.create(**arguments)
         except Exception as exc:
             error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
             if error is None:
@@ -328,19 +339,17 @@ class OpenAIModel:
             raise error from exc
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        body = self.build_body(request)
-        options = self._options(request)
+        arguments = self._call_arguments(request)
 
         async def attempt() -> ModelResponse:
-            completion = await self._create(body, options)
+            completion = await self._create(arguments)
             return self.parse_response(_as_dict(completion, "the response"), request)
 
         return await self.retry.call(attempt)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        body = self.build_body(request, stream=True)
-        options = self._options(request)
-        sdk_stream = await self.retry.call(lambda: self._create(body, options))
+        arguments = self._call_arguments(request, stream=True)
+        sdk_stream = await self.retry.call(lambda: self._create(arguments))
         assembler = StreamAssembler(request.tools.original_name)
         iterator = sdk_stream.__aiter__()
         try:

@@ -1,0 +1,347 @@
+"""AnthropicModel against a fake Messages API server on 127.0.0.1 (JSON and SSE with `event:` lines)."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import aclosing
+from typing import Any
+
+import pytest
+
+from toolrun import ToolCall
+from toolrun.models import (
+    AssistantMessage,
+    FinalResponse,
+    ModelRequest,
+    ModelSettings,
+    ProviderStreamError,
+    ProviderUnavailableError,
+    SystemMessage,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallReady,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+from .fakes import (
+    ANTHROPIC_PATH,
+    Reply,
+    anthropic_frame,
+    anthropic_message,
+    anthropic_stream,
+    text_block,
+    tool_use_block,
+)
+
+
+async def collect(model: Any, request: ModelRequest) -> list[Any]:
+    return [event async for event in model.stream(request)]
+
+
+async def test_plain_text_and_system_prompt_placement(server, make_anthropic) -> None:
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("Hello!")], usage=(25, 10))))
+    request = ModelRequest(
+        [SystemMessage(content="Be brief."), UserMessage(content="Hi"), SystemMessage(content="Be kind.")]
+    )
+    response = await make_anthropic().request(request)
+
+    assert response.text == "Hello!"
+    assert response.finish_reason == "stop"
+    assert response.provider_finish_reason == "end_turn"
+    assert response.usage == Usage(input_tokens=25, output_tokens=10, requests=1)
+    assert response.model_name == "claude-sonnet-4-5-20250929"
+    (sent,) = server.bodies()
+    assert sent == {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 4096,
+        "system": "Be brief.\n\nBe kind.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+    }
+    headers = server.requests[0].headers
+    # The key travels as `x-api-key` (or, in newer SDKs, a bearer token): either way, the one given.
+    assert "sk-ant-test" in headers.get("x-api-key", "") + headers.get("authorization", "")
+    assert "anthropic-version" in headers
+
+
+async def test_tools_in_anthropic_format_and_one_tool_use(server, make_anthropic, registry) -> None:
+    server.reply(
+        ANTHROPIC_PATH,
+        Reply(
+            json=anthropic_message(
+                [text_block("Let me look."), tool_use_block("toolu_01", "get_weather", {"city": "Paris"})]
+            )
+        ),
+    )
+    response = await make_anthropic().request(ModelRequest([UserMessage(content="Weather?")], registry))
+
+    assert response.text == "Let me look."
+    assert response.tool_calls == [ToolCall(id="toolu_01", name="get_weather", arguments={"city": "Paris"})]
+    assert response.finish_reason == "tool_calls"
+    assert response.provider_finish_reason == "tool_use"
+    (sent,) = server.bodies()
+    assert sent["tools"] == registry.definitions("anthropic", strict=False)
+    assert [t["name"] for t in sent["tools"]] == ["get_weather", "tasks_create"]
+    assert all("input_schema" in t for t in sent["tools"])
+
+
+async def test_parallel_tool_use_maps_aliases_back(server, make_anthropic, registry) -> None:
+    server.reply(
+        ANTHROPIC_PATH,
+        Reply(
+            json=anthropic_message(
+                [
+                    tool_use_block("toolu_01", "get_weather", {"city": "Paris"}),
+                    tool_use_block("toolu_02", "tasks_create", {"title": "Umbrella"}),
+                ]
+            )
+        ),
+    )
+    response = await make_anthropic().request(ModelRequest([UserMessage(content="go")], registry))
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
+        ("toolu_01", "get_weather", {"city": "Paris"}),
+        ("toolu_02", "tasks.create", {"title": "Umbrella"}),
+    ]
+
+
+async def test_tool_results_go_in_one_user_turn(server, make_anthropic, registry) -> None:
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("Done.")])))
+    messages = [
+        SystemMessage(content="You help."),
+        UserMessage(content="Weather and a task"),
+        AssistantMessage(
+            content="On it.",
+            tool_calls=[
+                ToolCall(id="toolu_1", name="get_weather", arguments='{"city": "Paris"}'),
+                ToolCall(id="toolu_2", name="tasks.create", arguments={"title": "x"}),
+            ],
+        ),
+        ToolResultMessage(call_id="toolu_1", tool_name="get_weather", content='{"temp":21}'),
+        ToolResultMessage(call_id="toolu_2", tool_name="tasks.create", content="Error X: no", is_error=True),
+        UserMessage(content="Also, thanks!"),
+    ]
+    await make_anthropic().request(ModelRequest(messages, registry))
+
+    (sent,) = server.bodies()
+    assert sent["system"] == "You help."
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Weather and a task"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "On it."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "tasks_create", "input": {"title": "x"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": '{"temp":21}'},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "Error X: no", "is_error": True},
+                {"type": "text", "text": "Also, thanks!"},
+            ],
+        },
+    ]
+
+
+async def test_malformed_arguments_in_history_still_send_an_object(server, make_anthropic, registry) -> None:
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("ok")])))
+    messages = [
+        UserMessage(content="hi"),
+        AssistantMessage(tool_calls=[ToolCall(id="t1", name="get_weather", arguments='{"city": ')]),
+        ToolResultMessage(
+            call_id="t1", tool_name="get_weather", content="Error INVALID_ARGUMENTS", is_error=True
+        ),
+    ]
+    await make_anthropic().request(ModelRequest(messages, registry))
+    tool_use = server.bodies()[0]["messages"][1]["content"][0]
+    assert tool_use["input"] == {"_invalid_arguments": '{"city": '}
+
+
+async def test_settings_and_tool_choice(server, make_anthropic, registry) -> None:
+    cases = [
+        (ModelSettings(tool_choice="auto"), {"type": "auto"}),
+        (ModelSettings(tool_choice="required"), {"type": "any"}),
+        (ModelSettings(tool_choice="none"), {"type": "none"}),
+        (ModelSettings(tool_choice="tasks.create"), {"type": "tool", "name": "tasks_create"}),
+        (ModelSettings(parallel_tool_calls=False), {"type": "auto", "disable_parallel_tool_use": True}),
+    ]
+    model = make_anthropic(settings=ModelSettings(max_tokens=1000, temperature=0.5))
+    for settings, _ in cases:
+        server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("ok")])))
+        await model.request(ModelRequest([UserMessage(content="hi")], registry, settings))
+    bodies = server.bodies()
+    assert [b["tool_choice"] for b in bodies] == [expected for _, expected in cases]
+    assert {b["max_tokens"] for b in bodies} == {1000}
+    assert {b["temperature"] for b in bodies} == {0.5}
+
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("ok")])))
+    await model.request(
+        ModelRequest(
+            [UserMessage(content="hi")], registry, ModelSettings(stop=("##",), top_p=0.8, strict_tools=True)
+        )
+    )
+    last = server.bodies()[-1]
+    assert last["stop_sequences"] == ["##"]
+    assert last["top_p"] == 0.8
+    assert last["tools"] == registry.definitions("anthropic", strict=True)
+
+
+async def test_cache_usage_is_counted_in_input(server, make_anthropic) -> None:
+    body = anthropic_message([text_block("ok")])
+    body["usage"] = {
+        "input_tokens": 10,
+        "output_tokens": 4,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 20,
+    }
+    server.reply(ANTHROPIC_PATH, Reply(json=body))
+    response = await make_anthropic().request(ModelRequest([UserMessage(content="hi")]))
+    assert response.usage == Usage(
+        input_tokens=130, output_tokens=4, cache_read_tokens=100, cache_write_tokens=20, requests=1
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Streaming, over the real socket
+
+
+async def test_stream_text_arrives_incrementally(server, make_anthropic) -> None:
+    gate = threading.Event()
+    frames = anthropic_stream([("text", ["Hel", "lo", "!"])], usage=(25, 12))
+    # frames: message_start, ping, content_block_start, delta "Hel", ...: hold from the first delta on,
+    # then release when the client has seen... the start only. Reorder so frame 1 is the first delta.
+    frames = [frames[0], frames[3], *frames[1:3], *frames[4:]]
+    server.reply(ANTHROPIC_PATH, Reply(frames=frames, gate=gate))
+    events = []
+    async with aclosing(make_anthropic().stream(ModelRequest([UserMessage(content="Hi")]))) as stream:
+        async for event in stream:
+            events.append(event)
+            if event == TextDelta(text="Hel"):
+                gate.set()
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo", "!"]
+    final = events[-1]
+    assert isinstance(final, FinalResponse)
+    assert final.response.text == "Hello!"
+    assert final.response.usage == Usage(input_tokens=25, output_tokens=12, requests=1)
+    assert final.response.finish_reason == "stop"
+    assert server.bodies()[0]["stream"] is True
+
+
+async def test_stream_tool_use_with_input_json_deltas(server, make_anthropic, registry) -> None:
+    frames = anthropic_stream(
+        [
+            ("text", ["Checking both."]),
+            ("tool_use", ("toolu_a", "get_weather", ["", '{"ci', 'ty": "Pa', 'ris"}'])),
+            ("tool_use", ("toolu_b", "tasks_create", ['{"title"', ': "Buy milk"}'])),
+        ],
+        stop_reason="tool_use",
+    )
+    server.reply(ANTHROPIC_PATH, Reply(frames=frames))
+    events = await collect(make_anthropic(), ModelRequest([UserMessage(content="go")], registry))
+
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas[0] == ToolCallDelta(index=0, id="toolu_a", name="get_weather", arguments_delta="")
+    assert [d.index for d in deltas] == [0] * 5 + [1] * 3  # each block start, then its json deltas
+    ready = [e for e in events if isinstance(e, ToolCallReady)]
+    assert [r.call for r in ready] == [
+        ToolCall(id="toolu_a", name="get_weather", arguments={"city": "Paris"}),
+        ToolCall(id="toolu_b", name="tasks.create", arguments={"title": "Buy milk"}),
+    ]
+    # Each call is ready at its own content_block_stop, before the next block starts.
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("ToolCallReady") < max(i for i, e in enumerate(events) if getattr(e, "index", -1) == 1)
+    final = events[-1].response
+    assert final.text == "Checking both."
+    assert final.tool_calls == [r.call for r in ready]
+    assert final.finish_reason == "tool_calls"
+
+
+async def test_stream_equals_json_response(server, make_anthropic, registry) -> None:
+    server.reply(
+        ANTHROPIC_PATH,
+        Reply(
+            json=anthropic_message(
+                [text_block("Hi"), tool_use_block("toolu_1", "get_weather", {"city": "Rome"})]
+            )
+        ),
+    )
+    server.reply(
+        ANTHROPIC_PATH,
+        Reply(
+            frames=anthropic_stream(
+                [("text", ["H", "i"]), ("tool_use", ("toolu_1", "get_weather", ['{"city":', ' "Rome"}']))],
+                stop_reason="tool_use",
+            )
+        ),
+    )
+    model = make_anthropic()
+    request = ModelRequest([UserMessage(content="x")], registry)
+    whole = await model.request(request)
+    streamed = (await collect(model, request))[-1].response
+    assert (whole.text, whole.tool_calls, whole.finish_reason, whole.usage) == (
+        streamed.text,
+        streamed.tool_calls,
+        streamed.finish_reason,
+        streamed.usage,
+    )
+
+
+async def test_tool_without_arguments_streams_as_empty_object(server, make_anthropic, registry) -> None:
+    frames = anthropic_stream([("tool_use", ("toolu_z", "get_weather", [""]))], stop_reason="tool_use")
+    server.reply(ANTHROPIC_PATH, Reply(frames=frames))
+    events = await collect(make_anthropic(), ModelRequest([UserMessage(content="go")], registry))
+    assert events[-1].response.tool_calls == [ToolCall(id="toolu_z", name="get_weather", arguments={})]
+
+
+async def test_stream_without_message_stop_is_an_error_with_partial(server, make_anthropic, registry) -> None:
+    frames = anthropic_stream(
+        [("text", ["Let me"]), ("tool_use", ("toolu_a", "get_weather", ['{"city": "Pa']))], complete=False
+    )
+    frames = frames[:-1]  # also lose the last content_block_stop: the call never completed
+    server.reply(ANTHROPIC_PATH, Reply(frames=frames))
+    with pytest.raises(ProviderStreamError) as info:
+        await collect(make_anthropic(), ModelRequest([UserMessage(content="go")], registry))
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.finish_reason == "error"
+    assert partial.text == "Let me"
+    assert partial.tool_calls == [ToolCall(id="toolu_a", name="get_weather", arguments='{"city": "Pa')]
+    assert "message_stop" in str(info.value)
+
+
+async def test_stream_dropped_connection_is_an_error_with_partial(server, make_anthropic) -> None:
+    frames = anthropic_stream([("text", ["Once", " upon"])], complete=False)[:-1]
+    server.reply(ANTHROPIC_PATH, Reply(frames=frames, cut=True))
+    with pytest.raises(ProviderStreamError) as info:
+        await collect(make_anthropic(), ModelRequest([UserMessage(content="go")]))
+    assert info.value.partial is not None
+    assert info.value.partial.text == "Once upon"
+    assert info.value.__cause__ is not None
+    assert len(server.requests) == 1
+
+
+async def test_error_event_mid_stream(server, make_anthropic) -> None:
+    frames = anthropic_stream([("text", ["Part"])], complete=False)
+    frames.append(
+        anthropic_frame({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    )
+    server.reply(ANTHROPIC_PATH, Reply(frames=frames))
+    with pytest.raises(ProviderStreamError) as info:
+        await collect(make_anthropic(), ModelRequest([UserMessage(content="go")]))
+    assert "Overloaded" in str(info.value)
+    assert isinstance(info.value.__cause__, Exception)
+    assert info.value.partial is not None
+    assert info.value.partial.text == "Part"
+
+
+async def test_overloaded_before_stream_opens_is_retried(server, make_anthropic) -> None:
+    overloaded = Reply(
+        status=529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    )
+    server.reply(ANTHROPIC_PATH, overloaded, overloaded, overloaded)
+    with pytest.raises(ProviderUnavailableError):
+        await collect(make_anthropic(), ModelRequest([UserMessage(content="go")]))
+    assert len(server.requests) == 3

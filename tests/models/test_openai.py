@@ -1,0 +1,409 @@
+"""OpenAIModel against a fake Chat Completions server on 127.0.0.1 (JSON and SSE)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import aclosing
+from typing import Any
+
+import pytest
+
+from toolrun import ToolCall
+from toolrun.models import (
+    AssistantMessage,
+    FinalResponse,
+    ModelRequest,
+    ModelSettings,
+    ProviderStreamError,
+    SystemMessage,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallReady,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+from .fakes import (
+    OPENAI_PATH,
+    Reply,
+    openai_chunk,
+    openai_completion,
+    openai_stream,
+    openai_usage_chunk,
+)
+
+
+def hello() -> ModelRequest:
+    return ModelRequest([SystemMessage(content="Be brief."), UserMessage(content="Hi")])
+
+
+async def collect(model: Any, request: ModelRequest) -> list[Any]:
+    return [event async for event in model.stream(request)]
+
+
+async def test_plain_text(server, make_openai) -> None:
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("Hello there!", usage=(12, 5))))
+    response = await make_openai().request(hello())
+
+    assert response.text == "Hello there!"
+    assert response.tool_calls == []
+    assert response.finish_reason == "stop"
+    assert response.provider_finish_reason == "stop"
+    assert response.usage == Usage(input_tokens=12, output_tokens=5, requests=1)
+    assert response.model_name == "gpt-4o-mini-2024-07-18"
+    assert response.response_id == "chatcmpl-123"
+    (sent,) = server.bodies()
+    assert sent == {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+    }
+    assert server.requests[0].headers["authorization"] == "Bearer sk-test"
+
+
+async def test_one_tool_call_with_tools_in_openai_format(server, make_openai, registry) -> None:
+    server.reply(
+        OPENAI_PATH,
+        Reply(json=openai_completion(None, [("call_abc", "get_weather", '{"city": "Paris"}')])),
+    )
+    response = await make_openai().request(ModelRequest([UserMessage(content="Weather?")], registry))
+
+    assert response.text == ""
+    assert response.tool_calls == [ToolCall(id="call_abc", name="get_weather", arguments='{"city": "Paris"}')]
+    assert response.finish_reason == "tool_calls"
+    (sent,) = server.bodies()
+    assert sent["tools"] == registry.definitions("openai", strict=False)
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather", "tasks_create"]
+    assert all(t["type"] == "function" for t in sent["tools"])
+    assert "tool_choice" not in sent
+    assert "parallel_tool_calls" not in sent
+
+
+async def test_parallel_tool_calls_and_alias_mapped_back(server, make_openai, tools) -> None:
+    server.reply(
+        OPENAI_PATH,
+        Reply(
+            json=openai_completion(
+                None,
+                [
+                    ("call_1", "get_weather", '{"city": "Paris"}'),
+                    ("call_2", "tasks_create", '{"title": "Pack umbrella"}'),
+                ],
+            )
+        ),
+    )
+    request = ModelRequest(
+        [UserMessage(content="Weather, and a task")], tools, ModelSettings(parallel_tool_calls=True)
+    )
+    response = await make_openai().request(request)
+
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
+        ("call_1", "get_weather", '{"city": "Paris"}'),
+        ("call_2", "tasks.create", '{"title": "Pack umbrella"}'),
+    ]
+    assert server.bodies()[0]["parallel_tool_calls"] is True
+
+
+async def test_history_with_tool_calls_and_results(server, make_openai, registry) -> None:
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("Done: 21 degrees, task created.")))
+    messages = [
+        SystemMessage(content="You help."),
+        UserMessage(content="Weather in Paris and create a task"),
+        AssistantMessage(
+            content="Let me check.",
+            tool_calls=[
+                ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"}),
+                ToolCall(id="c2", name="tasks.create", arguments='{"title": "x"}'),
+            ],
+        ),
+        ToolResultMessage(call_id="c1", tool_name="get_weather", content='{"temp":21}'),
+        ToolResultMessage(call_id="c2", tool_name="tasks.create", content="Error X: nope", is_error=True),
+    ]
+    await make_openai().request(ModelRequest(messages, registry))
+
+    assert server.bodies()[0]["messages"] == [
+        {"role": "system", "content": "You help."},
+        {"role": "user", "content": "Weather in Paris and create a task"},
+        {
+            "role": "assistant",
+            "content": "Let me check.",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                },
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "tasks_create", "arguments": '{"title": "x"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": '{"temp":21}'},
+        {"role": "tool", "tool_call_id": "c2", "content": "Error X: nope"},
+    ]
+
+
+async def test_assistant_with_only_tool_calls_sends_null_content(server, make_openai, registry) -> None:
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("ok")))
+    messages = [
+        UserMessage(content="hi"),
+        AssistantMessage(tool_calls=[ToolCall(id="c1", name="get_weather", arguments=None)]),
+        ToolResultMessage(call_id="c1", tool_name="get_weather", content="sunny"),
+    ]
+    await make_openai().request(ModelRequest(messages, registry))
+    assistant = server.bodies()[0]["messages"][1]
+    assert assistant["content"] is None
+    assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
+async def test_settings_strict_tools_and_named_tool_choice(server, make_openai, registry) -> None:
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("ok")))
+    settings = ModelSettings(
+        temperature=0.2,
+        top_p=0.9,
+        max_tokens=100,
+        stop=("END",),
+        seed=7,
+        tool_choice="tasks.create",
+        strict_tools=True,
+        extra_body={"top_k": 5},
+    )
+    await make_openai(settings=ModelSettings(temperature=1.0, max_tokens=50)).request(
+        ModelRequest([UserMessage(content="hi")], registry, settings)
+    )
+    (sent,) = server.bodies()
+    assert sent["tools"] == registry.definitions("openai", strict=True)
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "tasks_create"}}
+    assert sent["temperature"] == 0.2
+    assert sent["top_p"] == 0.9
+    assert sent["max_tokens"] == 100  # compatible servers know `max_tokens`
+    assert sent["stop"] == ["END"]
+    assert sent["seed"] == 7
+    assert sent["top_k"] == 5
+
+
+async def test_strict_tools_default_on_for_openai_off_for_others(make_openai) -> None:
+    assert make_openai(base_url="https://api.openai.com/v1").strict_tools is True
+    assert make_openai().strict_tools is False
+    assert make_openai(strict_tools=True).strict_tools is True
+
+
+async def test_tool_choice_modes(server, make_openai, registry) -> None:
+    for mode in ("auto", "none", "required"):
+        server.reply(OPENAI_PATH, Reply(json=openai_completion("ok")))
+        await make_openai().request(
+            ModelRequest([UserMessage(content="hi")], registry, ModelSettings(tool_choice=mode))
+        )
+    assert [b["tool_choice"] for b in server.bodies()] == ["auto", "none", "required"]
+
+
+async def test_server_saying_stop_after_tool_calls_is_normalised(server, make_openai, registry) -> None:
+    server.reply(
+        OPENAI_PATH,
+        Reply(json=openai_completion(None, [("c", "get_weather", '{"city":"Oslo"}')], finish_reason="stop")),
+    )
+    response = await make_openai().request(ModelRequest([UserMessage(content="w")], registry))
+    assert response.finish_reason == "tool_calls"
+    assert response.provider_finish_reason == "stop"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Streaming, over the real socket
+
+
+async def test_stream_text_arrives_incrementally(server, make_openai) -> None:
+    gate = threading.Event()
+    chunks = [
+        openai_chunk({"role": "assistant", "content": ""}),
+        openai_chunk({"content": "Hel"}),
+        openai_chunk({"content": "lo"}),
+        openai_chunk({"content": "!"}),
+        openai_chunk({}, finish_reason="stop"),
+        openai_usage_chunk(9, 3),
+    ]
+    # frame 0 is the empty role chunk; the gate holds everything after frame 1 ("Hel").
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks), gate=gate))
+    events = []
+    async with aclosing(make_openai().stream(hello())) as stream:
+        async for event in stream:
+            events.append(event)
+            if event == TextDelta(text="Hel"):
+                gate.set()  # the server sends the rest only now: deltas are not buffered
+
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo", "!"]
+    final = events[-1]
+    assert isinstance(final, FinalResponse)
+    assert final.response.text == "Hello!"
+    assert final.response.finish_reason == "stop"
+    assert final.response.usage == Usage(input_tokens=9, output_tokens=3, requests=1)
+    (sent,) = server.bodies()
+    assert sent["stream"] is True
+    assert sent["stream_options"] == {"include_usage": True}
+
+
+def call_start(index: int, call_id: str, name: str) -> dict[str, Any]:
+    return openai_chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": index,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": ""},
+                }
+            ]
+        }
+    )
+
+
+def call_args(index: int, fragment: str) -> dict[str, Any]:
+    return openai_chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+
+
+async def test_stream_parallel_calls_interleaved(server, make_openai, registry) -> None:
+    chunks = [
+        openai_chunk({"role": "assistant", "content": None}),
+        call_start(0, "call_a", "get_weather"),
+        call_args(0, '{"ci'),
+        call_start(1, "call_b", "tasks_create"),
+        call_args(1, '{"title"'),
+        call_args(0, 'ty": "Pa'),
+        call_args(1, ': "Buy milk"}'),
+        call_args(0, 'ris"}'),
+        openai_chunk({}, finish_reason="tool_calls"),
+        openai_usage_chunk(30, 20),
+    ]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks)))
+    events = await collect(make_openai(), ModelRequest([UserMessage(content="go")], registry))
+
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas[0] == ToolCallDelta(index=0, id="call_a", name="get_weather", arguments_delta="")
+    assert deltas[2] == ToolCallDelta(index=1, id="call_b", name="tasks.create", arguments_delta="")
+    assert "".join(d.arguments_delta for d in deltas if d.index == 1) == '{"title": "Buy milk"}'
+    ready = [e for e in events if isinstance(e, ToolCallReady)]
+    assert [r.call for r in ready] == [
+        ToolCall(id="call_a", name="get_weather", arguments='{"city": "Paris"}'),
+        ToolCall(id="call_b", name="tasks.create", arguments='{"title": "Buy milk"}'),
+    ]
+    final = events[-1].response
+    assert final.tool_calls == [r.call for r in ready]
+    assert final.finish_reason == "tool_calls"
+    assert final.usage.total_tokens == 50
+
+
+async def test_stream_call_without_index_servers(server, make_openai, registry) -> None:
+    # Some compatible servers (older llama.cpp/Ollama) omit `index` and send each call whole.
+    chunks = [
+        openai_chunk(
+            {"tool_calls": [{"id": "x1", "function": {"name": "get_weather", "arguments": '{"city":"A"}'}}]}
+        ),
+        openai_chunk(
+            {"tool_calls": [{"id": "x2", "function": {"name": "get_weather", "arguments": '{"city":"B"}'}}]}
+        ),
+        openai_chunk({}, finish_reason="tool_calls"),
+    ]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks, done=False)))
+    events = await collect(
+        make_openai(stream_usage=False), ModelRequest([UserMessage(content="go")], registry)
+    )
+    assert [(c.id, c.arguments) for c in events[-1].response.tool_calls] == [
+        ("x1", '{"city":"A"}'),
+        ("x2", '{"city":"B"}'),
+    ]
+    assert "stream_options" not in server.bodies()[0]
+
+
+async def test_stream_that_ends_without_finish_reason_is_an_error_with_partial(
+    server, make_openai, registry
+) -> None:
+    chunks = [
+        openai_chunk({"content": "Checking"}),
+        call_start(0, "call_a", "get_weather"),
+        call_args(0, '{"city": "Pa'),
+    ]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks, done=False)))
+    seen: list[Any] = []
+
+    async def consume() -> None:
+        async for event in make_openai().stream(ModelRequest([UserMessage(content="go")], registry)):
+            seen.append(event)
+
+    with pytest.raises(ProviderStreamError) as info:
+        await consume()
+
+    assert [type(e) for e in seen] == [TextDelta, ToolCallDelta, ToolCallDelta]
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.finish_reason == "error"
+    assert partial.text == "Checking"
+    assert partial.tool_calls == [ToolCall(id="call_a", name="get_weather", arguments='{"city": "Pa')]
+    assert "without a finish_reason" in str(info.value)
+
+
+async def test_stream_dropped_connection_is_an_error_with_partial(server, make_openai) -> None:
+    chunks = [openai_chunk({"content": "Once upon"}), openai_chunk({"content": " a time"})]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks, done=False), cut=True))
+    with pytest.raises(ProviderStreamError) as info:
+        await collect(make_openai(), hello())
+    assert info.value.partial is not None
+    assert info.value.partial.text == "Once upon a time"
+    assert info.value.__cause__ is not None
+    assert len(server.requests) == 1  # a stream that started is never retried
+
+
+async def test_stream_malformed_chunk_is_a_stream_error(server, make_openai) -> None:
+    frames = [*openai_stream([openai_chunk({"content": "ok"})], done=False), "data: {not json\n\n"]
+    server.reply(OPENAI_PATH, Reply(frames=frames))
+    with pytest.raises(ProviderStreamError) as info:
+        await collect(make_openai(), hello())
+    assert info.value.partial is not None
+    assert info.value.partial.text == "ok"
+
+
+async def test_stream_retries_until_it_opens(server, make_openai) -> None:
+    chunks = [openai_chunk({"content": "fine"}), openai_chunk({}, finish_reason="stop")]
+    server.reply(
+        OPENAI_PATH,
+        Reply(status=503, json={"error": {"message": "overloaded", "type": "server_error"}}),
+        Reply(frames=openai_stream(chunks)),
+    )
+    events = await collect(make_openai(), hello())
+    assert events[-1].response.text == "fine"
+    assert len(server.requests) == 2
+
+
+async def test_response_from_stream_equals_response_from_json(server, make_openai, registry) -> None:
+    server.reply(
+        OPENAI_PATH,
+        Reply(json=openai_completion("Hi", [("c1", "get_weather", '{"city":"Rome"}')], usage=(3, 4))),
+    )
+    chunks = [
+        openai_chunk({"content": "Hi"}),
+        call_start(0, "c1", "get_weather"),
+        call_args(0, '{"city":"Rome"}'),
+        openai_chunk({}, finish_reason="tool_calls"),
+        openai_usage_chunk(3, 4),
+    ]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks)))
+    model = make_openai()
+    request = ModelRequest([UserMessage(content="x")], registry)
+    whole = await model.request(request)
+    streamed = (await collect(model, request))[-1].response
+    assert whole == streamed
+
+
+async def test_request_body_is_json_serialisable_and_sent_once_per_call(server, make_openai) -> None:
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("a")), Reply(json=openai_completion("b")))
+    model = make_openai()
+    assert (await model.request(hello())).text == "a"
+    assert (await model.request(hello())).text == "b"
+    assert len(server.requests) == 2
+    json.dumps(model.build_body(hello(), stream=True))
+
+
+async def test_model_name(server, make_openai) -> None:
+    assert make_openai("llama3.1").name == f"openai-compatible:{server.url}/v1:llama3.1"
+    assert make_openai(base_url=None).name == "openai:gpt-4o-mini"
