@@ -1,0 +1,229 @@
+"""One audit record per call: who ran what, when, with which outcome; never what was said.
+
+A record holds the tool name, call id, trace and conversation ids, the principal, a keyed hash of the
+canonical arguments (so identical calls can be correlated without storing their values), the outcome,
+the error code, the duration and the attempts. Never argument values, results, messages or user text.
+
+Records go to the `toolrun.audit` logger at INFO (the record object is the log message, rendered as one
+`key=value` line by `str()`, and is also attached as `LogRecord.audit` for structured handlers) and to any
+`AuditSink` given to the executor. Nothing is built when the logger is not enabled for INFO and no sink
+is configured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, fields
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import pydantic_core
+
+__all__ = [
+    "ArgumentHasher",
+    "AuditRecord",
+    "AuditSink",
+    "InMemoryAuditSink",
+    "canonical_json",
+    "emit_log_record",
+]
+
+AuditAction = Literal["execute", "approve", "deny"]
+
+
+@dataclass(kw_only=True, slots=True)
+class AuditRecord:
+    """What the audit trail keeps about one call. Content-free by construction."""
+
+    action: AuditAction
+    """`execute` (a call), `approve` (an approved call ran), `deny` (a pending call was refused)."""
+    tool: str | None
+    """The registered tool name; None when the model named no known tool."""
+    call_id: str
+    trace_id: str | None
+    conversation_id: str | None
+    principal: str | None
+    """The context's `user_id`."""
+    arguments_hash: str | None
+    """Keyed BLAKE2b of the canonical JSON of the validated arguments (of the raw text when they did not
+    validate); comparable only between records hashed with the same key."""
+    outcome: str
+    """`ok`, `error`, `confirmation_required` or `cancelled`."""
+    code: str | None
+    """The error code, when there is one."""
+    duration_ms: float
+    attempts: int
+    cached: bool
+    error_id: str | None
+    confirmation_id: str | None
+    timestamp: float
+    """`time.time()` when the call ended."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __str__(self) -> str:
+        parts = [
+            f"audit action={self.action}",
+            f"tool={self.tool or '-'}",
+            f"call_id={self.call_id}",
+            f"outcome={self.outcome}",
+            f"code={self.code or '-'}",
+            f"duration_ms={self.duration_ms:.3f}",
+            f"attempts={self.attempts}",
+            f"principal={self.principal or '-'}",
+            f"args={self.arguments_hash or '-'}",
+        ]
+        if self.trace_id:
+            parts.append(f"trace_id={self.trace_id}")
+        if self.conversation_id:
+            parts.append(f"conversation_id={self.conversation_id}")
+        if self.cached:
+            parts.append("cached=true")
+        if self.error_id:
+            parts.append(f"error_id={self.error_id}")
+        if self.confirmation_id:
+            parts.append(f"confirmation_id={self.confirmation_id}")
+        return " ".join(parts)
+
+
+@runtime_checkable
+class AuditSink(Protocol):
+    """Receives every audit record. Called on the event loop: it must be quick and must not block
+    (a durable sink queues records and writes them from its own task or thread)."""
+
+    def write(self, record: AuditRecord) -> None: ...
+
+
+class InMemoryAuditSink:
+    """Keeps records in a list (tests, small tools)."""
+
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def write(self, record: AuditRecord) -> None:
+        self.records.append(record)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Canonical JSON and keyed hashes
+
+
+_FLAT = frozenset({str, int, bool, type(None)})
+
+
+def _jsonable(value: Any) -> Any:
+    return pydantic_core.to_jsonable_python(value, inf_nan_mode="constants", bytes_mode="base64")
+
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True, default=_jsonable
+)
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical UTF-8 JSON of `value`: object keys sorted at every level, no whitespace.
+
+    Pydantic models, dataclasses, datetimes, sets and the like are first made JSON-safe. Lone
+    surrogates (valid in a Python `str`) are kept as they are (`surrogatepass`), so every string hashes.
+    A value that cannot be expressed as JSON falls back to a rendering that is stable within a process.
+    """
+    if type(value) is dict:
+        flat = True
+        for item in value.values():
+            if type(item) not in _FLAT:
+                flat = False
+                break
+        if flat:
+            try:
+                return pydantic_core.to_json(dict(sorted(value.items())))
+            except (TypeError, ValueError):
+                pass  # non-str keys, lone surrogates: the general path below copes
+    try:
+        return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
+    except (TypeError, ValueError, RecursionError):
+        return pydantic_core.to_json(value, fallback=repr, inf_nan_mode="constants", bytes_mode="base64")
+
+
+class ArgumentHasher:
+    """Keyed BLAKE2b-128 of canonical JSON, with one secret key per executor.
+
+    The key makes the hashes useless for guessing argument values by brute force (a user id or a short
+    number hashes to something only the key holder can reproduce). Deployments with several processes
+    sharing confirmations or audit correlation must give every process the same key.
+    """
+
+    __slots__ = ("_base",)
+
+    def __init__(self, key: bytes) -> None:
+        if not 16 <= len(key) <= 64:
+            raise ValueError("The hash key must be 16 to 64 bytes long.")
+        self._base = hashlib.blake2b(key=key, digest_size=16)
+
+    def digest(self, data: bytes) -> str:
+        h = self._base.copy()
+        h.update(data)
+        return h.hexdigest()
+
+    def arguments(self, arguments: Any) -> str:
+        """Hash of validated arguments (canonical JSON)."""
+        return self.digest(canonical_json(arguments))
+
+    def raw(self, arguments: Any) -> str:
+        """Hash of arguments as the model sent them (used when they did not validate)."""
+        if arguments is None:
+            return self.digest(b"")
+        if isinstance(arguments, str):
+            return self.digest(arguments.encode("utf-8", "surrogatepass"))
+        return self.digest(canonical_json(arguments))
+
+
+# ------------------------------------------------------------------------------------------------------
+# Log records, quickly
+
+_LogRecord = logging.LogRecord
+_templates: dict[tuple[int, int, str, int], dict[str, Any]] = {}
+_templates_lock = threading.Lock()
+
+
+def _template(logger_name: str, level: int) -> dict[str, Any]:
+    key = (threading.get_ident(), os.getpid(), logger_name, level)
+    template = _templates.get(key)
+    if template is None:
+        rec = _LogRecord(logger_name, level, "(toolrun)", 0, "", None, None, func="audit")
+        template = dict(rec.__dict__)
+        with _templates_lock:
+            if len(_templates) > 1024:
+                _templates.clear()
+            _templates[key] = template
+    return template
+
+
+def emit_log_record(logger: logging.Logger, level: int, message: Any, **extra: Any) -> None:
+    """Log `message` (any object; `str()` is applied only when a handler formats it) at `level`.
+
+    Same record as `logger.log(level, message)` would make, built faster: the stack is not walked to
+    find the caller (the record names `(toolrun)` as its file), and the per-thread constant fields are
+    copied from a template. When an application installed its own `LogRecord` factory, the factory is
+    used as usual.
+    """
+    if logging.getLogRecordFactory() is not _LogRecord:
+        record = logger.makeRecord(logger.name, level, "(toolrun)", 0, message, (), None, "audit", extra)
+    else:
+        record = _LogRecord.__new__(_LogRecord)
+        values = record.__dict__
+        values.update(_template(logger.name, level))
+        now = time.time()
+        values["created"] = now
+        values["msecs"] = int((now - int(now)) * 1000) + 0.0
+        values["relativeCreated"] = (now - _START) * 1000
+        values["msg"] = message
+        values.update(extra)
+    logger.handle(record)
+
+
+_START: float = getattr(logging, "_startTime", time.time())

@@ -1,0 +1,142 @@
+"""`ToolExecutor.chain`: run steps in order, feeding earlier results into later arguments.
+
+```python
+results = await executor.chain([
+    {"id": "find", "tool": "search_tasks", "arguments": {"query": "invoice"}},
+    {"id": "open", "tool": "get_task", "arguments": {"task_id": "$find.items.0.id"}},
+])
+```
+
+An argument value that is exactly a string `"$step"` or `"$step.path.to.field"` is replaced by that part
+of the value of the earlier step `step` (dict keys and list indexes, negative ones too), keeping its type.
+`"$$text"` stands for the literal string `"$text"`. References appear anywhere in nested arguments. Every
+step runs through the whole pipeline (confirmation included); the chain stops at the first step that does
+not end `ok`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from toolrun.results import ErrorCode, ToolResult
+from toolrun.runtime import _errors
+from toolrun.tools import ToolCall, ToolContext
+
+if TYPE_CHECKING:
+    from toolrun.runtime._executor import ToolExecutor
+
+__all__ = ["ChainStep", "run_chain"]
+
+_STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_MAX_DEPTH = 64
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChainStep:
+    """One step of a chain."""
+
+    id: str
+    """The step's name, used in references (`"$id.field"`) and as the call id. Letters, digits, `_`, `-`."""
+    tool: str
+    """The tool to call."""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    """The arguments, possibly holding references to earlier steps."""
+
+    @classmethod
+    def coerce(cls, value: ChainStep | Mapping[str, Any]) -> ChainStep:
+        if isinstance(value, ChainStep):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError("a chain step must be a ChainStep or a mapping with 'id', 'tool', 'arguments'")
+        arguments = value.get("arguments") or {}
+        if not isinstance(arguments, Mapping):
+            raise TypeError("a step's arguments must be an object")
+        return cls(id=str(value["id"]), tool=str(value["tool"]), arguments=arguments)
+
+
+class _BadReference(Exception):
+    def __init__(self, ref: str, reason: str) -> None:
+        self.ref = ref
+        self.reason = reason
+
+
+def _lookup(ref: str, outputs: Mapping[str, Any]) -> Any:
+    step, _, path = ref.partition(".")
+    if step not in outputs:
+        raise _BadReference(ref, f"there is no earlier step {step!r}")
+    current = outputs[step]
+    for part in path.split(".") if path else ():
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and re.fullmatch(r"-?\d{1,9}", part):
+            index = int(part)
+            if not -len(current) <= index < len(current):
+                raise _BadReference(ref, f"index {index} is out of range (the list has {len(current)} items)")
+            current = current[index]
+        else:
+            raise _BadReference(ref, f"there is no field {part!r} at that point")
+    return current
+
+
+def _resolve(value: Any, outputs: Mapping[str, Any], depth: int = 0) -> Any:
+    if depth > _MAX_DEPTH:
+        raise _BadReference("", "the arguments are nested too deeply")
+    if isinstance(value, str):
+        if value.startswith("$$"):
+            return value[1:]
+        if value.startswith("$"):
+            return _lookup(value[1:], outputs)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _resolve(v, outputs, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_resolve(v, outputs, depth + 1) for v in value]
+    return value
+
+
+async def run_chain(
+    executor: ToolExecutor, steps: Sequence[ChainStep | Mapping[str, Any]], context: ToolContext[Any]
+) -> list[ToolResult]:
+    results: list[ToolResult] = []
+    outputs: dict[str, Any] = {}
+    for index, raw in enumerate(steps):
+        try:
+            step = ChainStep.coerce(raw)
+        except (TypeError, KeyError) as exc:
+            results.append(_bad_step(f"step{index}", "", f"Step {index} is malformed: {exc}."))
+            break
+        if not _STEP_ID.match(step.id) or step.id in outputs:
+            why = (
+                "is used twice" if step.id in outputs else "is not a valid step id (letters, digits, _ and -)"
+            )
+            results.append(
+                _bad_step(f"step{index}", step.tool, f"Step {index}: the id {step.id[:64]!r} {why}.")
+            )
+            break
+        try:
+            arguments = _resolve(step.arguments, outputs)
+        except _BadReference as exc:
+            where = "$" + exc.ref if exc.ref else "a reference"
+            message = f"Step {step.id!r}: cannot resolve {where}: {exc.reason}."
+            results.append(_bad_step(step.id, step.tool, message))
+            break
+        result = await executor.execute(ToolCall(id=step.id, name=step.tool, arguments=arguments), context)
+        results.append(result)
+        if result.status != "ok":
+            break
+        outputs[step.id] = result.value
+    return results
+
+
+def _bad_step(call_id: str, tool: str, message: str) -> ToolResult:
+    return _errors.fail(
+        call_id,
+        tool,
+        ErrorCode.INVALID_ARGUMENTS,
+        message,
+        recover_action="Fix the chain: refer only to earlier steps and to fields their results have.",
+        details={"problems": [{"path": "", "message": message, "expected": None, "given": None}]},
+    )

@@ -1,0 +1,96 @@
+"""Turning a handler's return value into a JSON-safe `ToolResult` value, bounded in size."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pydantic_core
+
+from toolrun.tools import Tool
+
+__all__ = ["ResultNotJSON", "fast_output_types", "json_safe", "truncate"]
+
+_SIMPLE = frozenset({str, int, bool, type(None)})
+_SCALARS = frozenset({int, bool, float, type(None)})
+
+
+class ResultNotJSON(Exception):
+    """The value has no JSON form (an object of an unknown type, a cycle, absurd nesting)."""
+
+
+def json_safe(value: Any) -> Any:
+    """`value` as plain JSON data: Pydantic models, dataclasses, datetimes, enums, sets, tuples, bytes
+    (UTF-8 text, else base64) become dicts, lists, strings and numbers; NaN and infinities become null.
+
+    Raises:
+        ResultNotJSON: when no JSON form exists.
+    """
+    kind = type(value)
+    if kind in _SIMPLE:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    try:
+        return pydantic_core.to_jsonable_python(value, inf_nan_mode="null", bytes_mode="utf8")
+    except Exception:  # PydanticSerializationError, ValueError (cycles), RecursionError, bad UTF-8
+        pass
+    try:
+        return pydantic_core.to_jsonable_python(value, inf_nan_mode="null", bytes_mode="base64")
+    except Exception:
+        raise ResultNotJSON from None
+
+
+def _marker(total: int, shown: int) -> str:
+    return (
+        f"… [truncated by toolrun: the result has {total:,} characters; only the first {shown:,} are shown]"
+    )
+
+
+def truncate(value: Any, max_chars: int | None) -> tuple[Any, int | None]:
+    """`(value, None)` when its JSON text fits in `max_chars` characters; otherwise the text cut to
+    `max_chars` characters plus a visible marker, and the original length.
+
+    A string value is measured (and cut) as the string itself; anything else as its compact JSON.
+    """
+    if max_chars is None:
+        return value, None
+    kind = type(value)
+    if kind is str:
+        if len(value) <= max_chars:
+            return value, None
+        return value[:max_chars] + _marker(len(value), max_chars), len(value)
+    if kind in _SCALARS:
+        return value, None
+    try:
+        data = pydantic_core.to_json(value)
+    except Exception:  # lone surrogates and the like: the slower encoder copes
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    if len(data) <= max_chars:  # bytes >= characters
+        return value, None
+    text = data.decode("utf-8", "surrogatepass")
+    if len(text) <= max_chars:
+        return value, None
+    return text[:max_chars] + _marker(len(text), max_chars), len(text)
+
+
+_FAST_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,),
+    "string": (str,),
+    "boolean": (bool,),
+    "number": (int, float),
+    "null": (type(None),),
+}
+
+
+def fast_output_types(tool: Tool) -> tuple[bool, tuple[type, ...]]:
+    """(whether to check results at all, exact types that certainly fit and need no validation)."""
+    if not tool.has_output_type:
+        return False, ()
+    schema = tool.output_schema
+    if isinstance(schema, dict) and set(schema) <= {"type", "title", "description"}:
+        kind = schema.get("type")
+        if isinstance(kind, str) and kind in _FAST_TYPES:
+            return True, _FAST_TYPES[kind]
+    return True, ()

@@ -1,0 +1,654 @@
+"""`ToolExecutor`: turns a `ToolCall` and a `ToolContext` into a `ToolResult`, and never raises.
+
+```
+execute(call, context)
+  lookup      unknown name                    → NOT_FOUND (+ details["suggestions"])
+  access      tool roles, context allowlist   → PERMISSION_DENIED
+  validate    JSON + schema                   → INVALID_ARGUMENTS (+ details["problems"])
+  ── the tool's chain, built once per tool and registry version ──
+  your middleware, in order
+  confirmation   (tools that require it)      → confirmation_required / CONFIRMATION_DENIED / _EXPIRED
+  rate limit     (tools with a rate_limit)    → RATE_LIMITED (+ details["retry_after"])
+  cache          (tools with a cache_ttl)     → cached result
+  run            deadline, budget, snapshot, handler + timeout + retries, result  (see `_run`)
+  ── observe ── events, one audit record, one OpenTelemetry span
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from toolrun.exceptions import ArgumentsError
+from toolrun.registry import ToolSet
+from toolrun.results import ErrorCode, ToolError, ToolResult
+from toolrun.runtime import _errors
+from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, emit_log_record
+from toolrun.runtime._chain import ChainStep, run_chain
+from toolrun.runtime._events import EventBus, Subscriber, ToolEvent, ToolFinished, ToolStarted
+from toolrun.runtime._invocation import Invocation, Middleware
+from toolrun.runtime._logging import log_exception
+from toolrun.runtime._otel import Tracing
+from toolrun.runtime._run import RunStage, backoff_delay
+from toolrun.runtime._stages import DEFAULT_CONFIRMATION_TTL, CacheStage, ConfirmationStage, RateLimitStage
+from toolrun.store import (
+    CacheStore,
+    ConfirmationStore,
+    InMemoryCache,
+    InMemoryConfirmationStore,
+    InMemoryRateLimitStore,
+    PendingConfirmation,
+    RateLimitStore,
+)
+from toolrun.tools import Tool, ToolCall, ToolContext
+
+__all__ = ["ToolExecutor"]
+
+_logger = logging.getLogger("toolrun")
+_perf = time.perf_counter
+_INFO = logging.INFO
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What the executor precomputes per tool: its access rule and its chain of stages."""
+
+    tool: Tool
+    roles: frozenset[str] | None
+    entry: Callable[[Invocation], Awaitable[ToolResult]]
+    stages: tuple[Middleware, ...]
+
+
+class ToolExecutor:
+    """Runs tool calls from a model: validated, gated, time-boxed, observed. `execute` never raises.
+
+    Args:
+        registry: The tools (a `ToolRegistry` or any view of one).
+        middleware: Your own stages, run in order after validation and before the built-in gates
+            (see `toolrun.runtime.Middleware`).
+        confirmations: Where pending confirmations wait (default: in memory).
+        rate_limits: Token buckets for tools with a `rate_limit` (default: in memory).
+        cache: Result cache for tools with a `cache_ttl` (default: in memory, 1024 entries).
+        default_timeout: Seconds a handler may run when its tool sets no `timeout`; None for no limit.
+        max_result_chars: Results whose JSON is longer are cut to this many characters, with a marker.
+        audit: Sinks receiving one `AuditRecord` per call (in addition to the `toolrun.audit` logger).
+        audit_logger: The logger audit records go to at INFO (a name or a logger; None for none).
+        events: The event bus (default: a new one; see `executor.events.subscribe`).
+        thread_pool_size: Worker threads for sync tools (default: `min(32, cpu_count + 4)`).
+        confirmation_ttl: Seconds a pending confirmation can be approved (default 10 minutes).
+        hash_key: Secret key for argument hashes (audit, approvals, cache keys); 16-64 bytes. Default:
+            random per executor. Processes that share a confirmation store or cache must share it.
+        retry_backoff: First retry delay in seconds (then doubling, with jitter).
+        retry_backoff_max: Longest retry delay.
+        transient_errors: Exception types worth retrying for idempotent tools.
+        tracer_provider: OpenTelemetry tracer provider (default: the global one, if the SDK set one).
+        log_exception_messages: Log tools' exception messages (off by default: they carry user data).
+    """
+
+    def __init__(
+        self,
+        registry: ToolSet,
+        *,
+        middleware: Sequence[Middleware] = (),
+        confirmations: ConfirmationStore | None = None,
+        rate_limits: RateLimitStore | None = None,
+        cache: CacheStore | None = None,
+        default_timeout: float | None = 30.0,
+        max_result_chars: int | None = 20_000,
+        audit: AuditSink | Sequence[AuditSink] | None = None,
+        audit_logger: logging.Logger | str | None = "toolrun.audit",
+        events: EventBus | None = None,
+        thread_pool_size: int | None = None,
+        confirmation_ttl: float = DEFAULT_CONFIRMATION_TTL,
+        hash_key: bytes | None = None,
+        retry_backoff: float = 0.1,
+        retry_backoff_max: float = 5.0,
+        transient_errors: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError),
+        tracer_provider: Any = None,
+        log_exception_messages: bool = False,
+    ) -> None:
+        if default_timeout is not None and not default_timeout > 0:
+            raise ValueError("default_timeout must be a positive number of seconds, or None.")
+        if max_result_chars is not None and max_result_chars < 1:
+            raise ValueError("max_result_chars must be positive, or None.")
+        if thread_pool_size is not None and thread_pool_size < 1:
+            raise ValueError("thread_pool_size must be at least 1.")
+        self.registry = registry
+        self.middleware: tuple[Middleware, ...] = tuple(middleware)
+        self.default_timeout = default_timeout
+        self.max_result_chars = max_result_chars
+        self.events = events if events is not None else EventBus()
+        self.hasher = ArgumentHasher(hash_key if hash_key is not None else os.urandom(32))
+        self.transient_errors = tuple(transient_errors)
+        self.log_exception_messages = log_exception_messages
+        self.retry_backoff = retry_backoff
+        self.retry_backoff_max = retry_backoff_max
+        self.confirmation = ConfirmationStage(
+            confirmations if confirmations is not None else InMemoryConfirmationStore(), ttl=confirmation_ttl
+        )
+        self.rate_limit = RateLimitStage(rate_limits if rate_limits is not None else InMemoryRateLimitStore())
+        self.cache = CacheStage(cache if cache is not None else InMemoryCache())
+        if audit is None:
+            self._sinks: tuple[AuditSink, ...] = ()
+        elif isinstance(audit, AuditSink):
+            self._sinks = (audit,)
+        else:
+            self._sinks = tuple(audit)
+        self._audit_logger = (
+            logging.getLogger(audit_logger) if isinstance(audit_logger, str) else audit_logger
+        )
+        self._tracing = Tracing(tracer_provider)
+        self._pool_size = thread_pool_size
+        self._pool: ThreadPoolExecutor | None = None
+        self._plans: dict[str, _Plan] = {}
+        self._plans_version = -1
+
+    # --------------------------------------------------------------------------------------------------
+    # Public API
+
+    async def execute(
+        self, call: ToolCall, context: ToolContext[Any] | None = None, *, approval: str | None = None
+    ) -> ToolResult:
+        """Run one call through the pipeline and return its result. Never raises for anything the call,
+        the model or the tool does.
+
+        Args:
+            call: The call as the model made it.
+            context: Who is calling and under what limits (default: an anonymous context).
+            approval: A confirmation id the caller got from an earlier `confirmation_required` result,
+                presented with the same call re-sent: it must match the user, the tool and the exact
+                arguments, else `CONFIRMATION_DENIED` (see `approve` for the usual way).
+
+        Raises:
+            asyncio.CancelledError: only when the caller's own task is cancelled (as asyncio requires);
+                the call is then recorded with outcome `cancelled`.
+        """
+        return await self._execute(
+            call, context if context is not None else ToolContext(), approval, None, "execute"
+        )
+
+    async def approve(self, confirmation_id: str, context: ToolContext[Any]) -> ToolResult:
+        """Approve a pending confirmation and run its call; returns the call's result (same call id).
+
+        The confirmation is consumed atomically (single use) and only by its own user
+        (`context.user_id`); the stored call is validated again and must hash to the approved arguments.
+        It runs through the stages after confirmation (rate limit, deadline, budget, timeout, ...) under
+        `context`. Unknown, used or someone else's → `CONFIRMATION_EXPIRED` (reason `unknown_or_used`);
+        expired → `CONFIRMATION_EXPIRED` (reason `expired`); no user id → `CONFIRMATION_DENIED`.
+        Of two concurrent approvals of one id, one runs the call and the other gets an error.
+        """
+        taken = await self._take(confirmation_id, context, "approve")
+        if isinstance(taken, ToolResult):
+            return taken
+        call = ToolCall(
+            id=str(taken.call.get("id", "")),
+            name=str(taken.call.get("name", "")),
+            arguments=taken.call.get("arguments"),
+        )
+        return await self._execute(call, context, None, taken, "approve")
+
+    async def deny(
+        self, confirmation_id: str, context: ToolContext[Any], reason: str | None = None
+    ) -> ToolResult:
+        """Refuse a pending confirmation: it is consumed, the tool never runs, and the result (with the
+        original call id) is `CONFIRMATION_DENIED`, for the model. `reason` is the user's own words; it is
+        put in the result's message for the model and never logged."""
+        start = _perf()
+        taken = await self._take(confirmation_id, context, "deny")
+        if isinstance(taken, ToolResult):
+            return taken
+        message = f"The user declined to run {taken.tool_name!r}; it did not run."
+        if reason:
+            message += f" The user said: {reason}"
+        result = _errors.confirmation_denied(
+            str(taken.call.get("id", "")),
+            taken.tool_name,
+            message,
+            reason="denied",
+            recover_action="Do not try this action again unless the user asks for it.",
+        )
+        result.duration = _perf() - start
+        self._resolved(taken, context, "denied")
+        if self._audit_enabled():
+            self._audit(
+                "deny",
+                result,
+                taken.tool_name,
+                context,
+                taken.arguments_hash,
+                confirmation_id=taken.id,
+            )
+        return result
+
+    async def pending_confirmations(self, context: ToolContext[Any]) -> list[PendingConfirmation]:
+        """The confirmations waiting for `context.user_id` (empty without a user id)."""
+        if not context.user_id:
+            return []
+        return await self.confirmation.store.list_pending(context.user_id, now=time.time())
+
+    async def execute_many(
+        self,
+        calls: Iterable[ToolCall],
+        context: ToolContext[Any] | None = None,
+        *,
+        max_concurrency: int | None = None,
+    ) -> list[ToolResult]:
+        """Run calls concurrently (at most `max_concurrency` at a time); results in call order.
+
+        A call of a `sequential` tool runs alone: after every call before it has finished, and before
+        any call after it starts.
+        """
+        items = list(calls)
+        ctx = context if context is not None else ToolContext()
+        results: list[ToolResult | None] = [None] * len(items)
+        limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+        async def run(index: int) -> None:
+            if limiter is None:
+                results[index] = await self.execute(items[index], ctx)
+            else:
+                async with limiter:
+                    results[index] = await self.execute(items[index], ctx)
+
+        async def run_group(group: list[int]) -> None:
+            if len(group) == 1:
+                await run(group[0])
+            elif group:
+                async with asyncio.TaskGroup() as tg:
+                    for index in group:
+                        tg.create_task(run(index))
+
+        group: list[int] = []
+        for index, call in enumerate(items):
+            if self._is_sequential(call.name):
+                await run_group(group)
+                group = []
+                await run(index)
+            else:
+                group.append(index)
+        await run_group(group)
+        return [r for r in results if r is not None]
+
+    async def chain(
+        self, steps: Sequence[ChainStep | Mapping[str, Any]], context: ToolContext[Any] | None = None
+    ) -> list[ToolResult]:
+        """Run steps in order, each argument string `"$step"` or `"$step.field.0.name"` replaced by that
+        part of an earlier step's value (`"$$..."` for a literal `$`). Stops at the first step that does
+        not end `ok`; returns the results of the steps that ran (the last one says why it stopped)."""
+        return await run_chain(self, steps, context if context is not None else ToolContext())
+
+    def subscribe(self, fn: Subscriber, *event_types: type[ToolEvent]) -> Callable[[], None]:
+        """Shortcut for `executor.events.subscribe`."""
+        return self.events.subscribe(fn, *event_types)
+
+    @property
+    def thread_pool(self) -> ThreadPoolExecutor:
+        """The bounded pool sync tools run in (created on first use)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self._pool_size, thread_name_prefix="toolrun-tool")
+        return self._pool
+
+    def stages_for(self, tool: Tool) -> tuple[Middleware, ...]:
+        """The stages a call of `tool` goes through before the run stage, in order."""
+        candidates: list[Any] = [*self.middleware, self.confirmation, self.rate_limit, self.cache]
+        return tuple(s for s in candidates if getattr(s, "applies_to", None) is None or s.applies_to(tool))
+
+    def close(self) -> None:
+        """Release the worker threads (running sync handlers are not waited for)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    async def aclose(self) -> None:
+        """`close()`, then wait for async event deliveries."""
+        self.close()
+        await self.events.drain()
+
+    async def __aenter__(self) -> ToolExecutor:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # --------------------------------------------------------------------------------------------------
+    # Used by the stages
+
+    def internal_error(
+        self,
+        inv: Invocation,
+        exc: BaseException,
+        what: str,
+        *,
+        retryable: bool = False,
+        cancelled: bool = False,
+    ) -> ToolResult:
+        """`EXECUTION_FAILED` with a fresh error id; the exception goes to the log and the events only."""
+        error_id = _errors.new_error_id()
+        inv.exception = exc
+        log_exception(
+            _logger,
+            "Tool %r %s: %s (error_id=%s, call_id=%s)",
+            exc,
+            inv.tool.name,
+            what,
+            type(exc).__qualname__,
+            error_id,
+            inv.call.id,
+            redact=not self.log_exception_messages,
+        )
+        if cancelled:
+            return _errors.cancelled_by_tool(inv.call.id, inv.tool.name, error_id)
+        return _errors.execution_failed(inv.call.id, inv.tool.name, error_id, retryable=retryable, what=what)
+
+    def invalid_result(self, inv: Invocation, value: Any, problems: Sequence[str] = ()) -> ToolResult:
+        """`RESULT_INVALID` with an error id; the log names the value's type, never its content."""
+        error_id = _errors.new_error_id()
+        _logger.warning(
+            "Tool %r returned an invalid result of type %s (%s; error_id=%s, call_id=%s)",
+            inv.tool.name,
+            type(value).__qualname__,
+            "does not match its output type" if problems else "no JSON form",
+            error_id,
+            inv.call.id,
+        )
+        return _errors.result_invalid(inv.call.id, inv.tool.name, error_id, problems)
+
+    def backoff(self, attempt: int, error: ToolError | None) -> float:
+        return backoff_delay(attempt, self.retry_backoff, self.retry_backoff_max, error)
+
+    # --------------------------------------------------------------------------------------------------
+    # The pipeline
+
+    def _plan(self, name: str) -> _Plan | None:
+        version = self.registry.version
+        if version != self._plans_version:
+            self._plans = {}
+            self._plans_version = version
+        plan = self._plans.get(name)
+        if plan is None:
+            tool = self.registry.find(name) if isinstance(name, str) else None
+            if tool is None:
+                return None
+            stages = self.stages_for(tool)
+            entry: Callable[[Invocation], Awaitable[ToolResult]] = RunStage(self, tool)
+            for stage in reversed(stages):
+                entry = functools.partial(stage, call_next=entry)
+            plan = _Plan(tool=tool, roles=tool.options.roles, entry=entry, stages=stages)
+            self._plans[name] = plan
+        return plan
+
+    def _is_sequential(self, name: str) -> bool:
+        plan = self._plan(name)
+        return plan is not None and plan.tool.options.sequential
+
+    async def _execute(
+        self,
+        call: ToolCall,
+        ctx: ToolContext[Any],
+        approval_id: str | None,
+        approval: PendingConfirmation | None,
+        action: Any,
+    ) -> ToolResult:
+        start = _perf()
+        plan = self._plan(call.name)
+        tool_name = plan.tool.name if plan is not None else None
+        bus = self.events
+        emitting = bus.active
+        auditing = self._audit_enabled()
+        tracer = self._tracing.tracer()
+        if not (emitting or auditing or tracer is not None):
+            result, _ = await self._pipeline(plan, call, ctx, approval_id, approval)
+            result.duration = _perf() - start
+            return result
+
+        if emitting:
+            bus.emit(
+                ToolStarted(call_id=call.id, tool_name=tool_name, trace_id=ctx.trace_id, user_id=ctx.user_id)
+            )
+        span = token = None
+        if tracer is not None:
+            span, token = self._tracing.start(tracer, tool_name, call.id)
+        inv: Invocation | None = None
+        try:
+            result, inv = await self._pipeline(plan, call, ctx, approval_id, approval)
+        except BaseException:  # the caller was cancelled (or the process is being interrupted)
+            duration = _perf() - start
+            if emitting:
+                bus.emit(
+                    ToolFinished(
+                        call_id=call.id,
+                        tool_name=tool_name,
+                        trace_id=ctx.trace_id,
+                        user_id=ctx.user_id,
+                        outcome="cancelled",
+                        duration=duration,
+                    )
+                )
+            if span is not None:
+                self._tracing.finish(
+                    span, token, outcome="cancelled", code="CANCELLED", attempts=0, cached=False
+                )
+            if auditing:
+                cancelled = ToolResult(call_id=call.id, tool_name=tool_name or "", duration=duration)
+                self._audit(action, cancelled, tool_name, ctx, self._hash_of(inv, call), outcome="cancelled")
+            raise
+        duration = result.duration = _perf() - start
+        error = result.error
+        code = error.code if error is not None else None
+        if emitting:
+            bus.emit(
+                ToolFinished(
+                    call_id=call.id,
+                    tool_name=tool_name,
+                    trace_id=ctx.trace_id,
+                    user_id=ctx.user_id,
+                    outcome=result.status,
+                    code=code,
+                    duration=duration,
+                    attempts=result.attempts,
+                    cached=result.cached,
+                    error_id=error.details.get("error_id") if error is not None else None,
+                    exception=inv.exception if inv is not None else None,
+                )
+            )
+        if span is not None:
+            self._tracing.finish(
+                span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
+            )
+        if auditing:
+            self._audit(
+                action,
+                result,
+                tool_name,
+                ctx,
+                self._hash_of(inv, call),
+                confirmation_id=approval.id if approval is not None else result.confirmation_id,
+            )
+        return result
+
+    async def _pipeline(
+        self,
+        plan: _Plan | None,
+        call: ToolCall,
+        ctx: ToolContext[Any],
+        approval_id: str | None,
+        approval: PendingConfirmation | None,
+    ) -> tuple[ToolResult, Invocation | None]:
+        if plan is None:
+            name = call.name
+            suggestions = self.registry.suggest(name) if isinstance(name, str) and len(name) <= 256 else []
+            return _errors.not_found(call.id, name, suggestions), None
+        tool = plan.tool
+        if plan.roles is not None and plan.roles.isdisjoint(ctx.roles):
+            return _errors.permission_denied(call.id, tool.name), None
+        allowed = ctx.allowed_tools
+        if allowed is not None and tool.name not in allowed:
+            return _errors.permission_denied(call.id, tool.name), None
+        if approval is not None and approval.tool_name != tool.name:
+            return _errors.confirmation_denied(
+                call.id,
+                tool.name,
+                "The approved action no longer matches a registered tool; it did not run.",
+                reason="mismatch",
+            ), None
+        try:
+            arguments = tool.validate(call.arguments)
+        except ArgumentsError as exc:
+            return _errors.invalid_arguments(call.id, tool.name, exc), None
+        except Exception as exc:  # a validator bug must not escape either
+            error_id = _errors.new_error_id()
+            log_exception(
+                _logger,
+                "Validating arguments for tool %r failed (error_id=%s, call_id=%s)",
+                exc,
+                tool.name,
+                error_id,
+                call.id,
+                redact=not self.log_exception_messages,
+            )
+            return _errors.fail(
+                call.id,
+                tool.name,
+                ErrorCode.INVALID_ARGUMENTS,
+                f"The arguments could not be checked (error id {error_id}).",
+                recover_action="Call the tool again with simple, well-formed JSON arguments.",
+                details={"problems": [], "error_id": error_id},
+            ), None
+        inv = Invocation(self, tool, call, ctx, arguments, approval_id, approval)
+        try:
+            return await plan.entry(inv), inv
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling() > 0:
+                raise
+            return self.internal_error(inv, exc, "was cancelled", cancelled=True), inv
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a middleware that raised
+            return self.internal_error(inv, exc, "failed in a middleware"), inv
+
+    # --------------------------------------------------------------------------------------------------
+    # Confirmations
+
+    async def _take(
+        self, confirmation_id: str, context: ToolContext[Any], action: str
+    ) -> PendingConfirmation | ToolResult:
+        """Consume a confirmation for approve/deny, or say why not (as an error result, audited)."""
+        start = _perf()
+        user = context.user_id
+        store = self.confirmation.store
+        result: ToolResult
+        if not user:
+            result = _errors.confirmation_denied(
+                "",
+                "",
+                "Only a known user can decide on a pending action, and this request has no user id.",
+                reason="no_user",
+            )
+        else:
+            try:
+                taken = await store.consume(str(confirmation_id), user_id=user)
+            except Exception as exc:
+                error_id = _errors.new_error_id()
+                log_exception(
+                    _logger,
+                    "Confirmation store failed (error_id=%s)",
+                    exc,
+                    error_id,
+                    redact=not self.log_exception_messages,
+                )
+                result = _errors.fail(
+                    "",
+                    "",
+                    ErrorCode.EXECUTION_FAILED,
+                    f"The confirmation could not be checked (error id {error_id}).",
+                    retryable=True,
+                    details={"error_id": error_id},
+                )
+            else:
+                if taken is not None and not taken.expired(time.time()):
+                    return taken
+                reason = "expired" if taken is not None else "unknown_or_used"
+                call_id = str(taken.call.get("id", "")) if taken is not None else ""
+                result = _errors.confirmation_expired(
+                    call_id, taken.tool_name if taken else "", reason=reason
+                )
+                if taken is not None:
+                    self._resolved(taken, context, "expired")
+        result.duration = _perf() - start
+        if self._audit_enabled():
+            self._audit(action, result, result.tool_name or None, context, None)
+        return result
+
+    def _resolved(self, pending: PendingConfirmation, context: ToolContext[Any], decision: Any) -> None:
+        if self.events.active:
+            from toolrun.runtime._events import ConfirmationResolved
+
+            self.events.emit(
+                ConfirmationResolved(
+                    call_id=str(pending.call.get("id", "")),
+                    tool_name=pending.tool_name,
+                    trace_id=context.trace_id,
+                    user_id=context.user_id,
+                    confirmation_id=pending.id,
+                    decision=decision,
+                )
+            )
+
+    # --------------------------------------------------------------------------------------------------
+    # Audit
+
+    def _audit_enabled(self) -> bool:
+        logger = self._audit_logger
+        return bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
+
+    def _hash_of(self, inv: Invocation | None, call: ToolCall) -> str:
+        if inv is not None:
+            return inv.arguments_hash
+        return self.hasher.raw(call.arguments)
+
+    def _audit(
+        self,
+        action: Any,
+        result: ToolResult,
+        tool_name: str | None,
+        ctx: ToolContext[Any],
+        arguments_hash: str | None,
+        *,
+        outcome: str | None = None,
+        confirmation_id: str | None = None,
+    ) -> None:
+        error = result.error
+        record = AuditRecord(
+            action=action,
+            tool=tool_name,
+            call_id=result.call_id,
+            trace_id=ctx.trace_id,
+            conversation_id=ctx.conversation_id,
+            principal=ctx.user_id,
+            arguments_hash=arguments_hash,
+            outcome=outcome or result.status,
+            code=error.code if error is not None else None,
+            duration_ms=result.duration * 1000.0,
+            attempts=result.attempts,
+            cached=result.cached,
+            error_id=error.details.get("error_id") if error is not None else None,
+            confirmation_id=confirmation_id,
+            timestamp=time.time(),
+        )
+        for sink in self._sinks:
+            try:
+                sink.write(record)
+            except Exception as exc:
+                log_exception(_logger, "Audit sink %r failed", exc, sink)
+        logger = self._audit_logger
+        if logger is not None and logger.isEnabledFor(_INFO):
+            emit_log_record(logger, _INFO, record, audit=record)

@@ -1,0 +1,347 @@
+"""The run stage: the last checks before a handler starts, the handler itself, retries, the result.
+
+In order, for every call that reaches it:
+
+1. Deadline: past `context.deadline` → `DEADLINE_EXCEEDED`, nothing starts.
+2. Budget: `context.budget` spent → `BUDGET_EXCEEDED`; otherwise one call is counted (once per call,
+   however many attempts it takes).
+3. Session snapshot: when the context carries `state` (and the tool is not `read_only`), a deep copy is
+   taken; whenever an attempt fails, `state` is restored in place from it.
+4. The handler, time-boxed by the tool's `timeout` (else the executor's default), shortened to the
+   context's deadline:
+   - async handlers run on the loop. The first step of the coroutine runs directly; only if it suspends
+     is the rest awaited under `asyncio.timeout`, armed for what remains of the time box. A handler
+     that never suspends (the common case for quick tools) costs no timer at all; one that suspends is
+     cancelled at its next suspension point after the time runs out (as with `asyncio.timeout`, plain
+     CPU work between suspension points cannot be interrupted in a coroutine).
+   - sync handlers run in the executor's bounded thread pool, so they never block the loop. On timeout
+     the call returns `TIMEOUT` at once and the thread's late result is discarded. A thread cannot be
+     killed: it runs on until the handler returns, holding its pool slot (and Python waits for it at
+     exit). Tools that must be stoppable run in a process: see `ProcessIsolation`.
+5. Retries with exponential backoff and jitter, only for failures that are safe to retry: a `ToolError`
+   the tool raised with `retryable=True` (the tool vouches that nothing happened), and timeouts or
+   transient errors (`ConnectionError`, `TimeoutError` by default) only for idempotent tools. A
+   non-idempotent tool is never run again once it may have had an effect. No retry starts past the
+   deadline.
+6. The result: checked against the declared output type (`RESULT_INVALID`), made JSON-safe
+   (`RESULT_INVALID` when impossible), truncated to `max_result_chars` with a visible marker.
+
+Cancellation: when the *caller's* task is cancelled, the `CancelledError` propagates (asyncio requires
+it) after the snapshot is restored. A `CancelledError` raised by the tool itself, with nobody cancelling
+the caller, is a result: `EXECUTION_FAILED` with `details["cancelled"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import inspect
+import random
+import time
+import types
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from toolrun.results import ToolError, ToolResult
+from toolrun.runtime import _errors
+from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, truncate
+from toolrun.runtime._events import ToolRetrying
+from toolrun.runtime._invocation import Invocation
+from toolrun.tools import Tool
+
+if TYPE_CHECKING:
+    from toolrun.runtime._executor import ToolExecutor
+
+__all__ = ["RunStage"]
+
+_Coroutine = types.CoroutineType
+_monotonic = time.monotonic
+_time = time.time
+_current_task = asyncio.current_task
+_NO_SNAPSHOT: Any = object()
+
+
+class _TimedOut(Exception):
+    def __init__(self, seconds: float, by_deadline: bool) -> None:
+        self.seconds = seconds
+        self.by_deadline = by_deadline
+
+
+class _Resume:
+    """Awaits the rest of a coroutine whose first step already ran (what `yield from` would do)."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: types.CoroutineType[Any, Any, Any], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self._coro
+        value = self._first
+        self._first = None
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    value = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+def _outer_cancelled() -> bool:
+    task = _current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class RunStage:
+    """The end of every tool's chain (see the module docstring). One instance per tool, built with its
+    options read once."""
+
+    __slots__ = (
+        "_check_output",
+        "_executor",
+        "_fast_types",
+        "_idempotent",
+        "_is_async",
+        "_retries",
+        "_snapshots",
+        "_timeout",
+        "tool",
+    )
+
+    def __init__(self, executor: ToolExecutor, tool: Tool) -> None:
+        opts = tool.options
+        self._executor = executor
+        self.tool = tool
+        self._timeout = opts.timeout if opts.timeout is not None else executor.default_timeout
+        self._retries = opts.retries
+        self._idempotent = opts.effective_idempotent
+        self._snapshots = not opts.read_only
+        self._is_async = tool.is_async
+        self._check_output, self._fast_types = fast_output_types(tool)
+
+    async def __call__(self, invocation: Invocation) -> ToolResult:
+        inv = invocation
+        ctx = inv.context
+        deadline = ctx.deadline
+        if deadline is not None and _time() >= deadline:
+            return _errors.deadline_exceeded(inv.call.id, self.tool.name)
+        budget = ctx.budget
+        if budget is not None:
+            if budget.max_calls is not None and budget.calls_used >= budget.max_calls:
+                return _errors.budget_exceeded(inv.call.id, self.tool.name, budget.max_calls)
+            budget.calls_used += 1
+        state = ctx.state
+        snapshot = _NO_SNAPSHOT
+        if state is not None and self._snapshots:
+            try:
+                snapshot = copy.deepcopy(state)
+            except Exception as exc:
+                return self._executor.internal_error(
+                    inv, exc, "could not start (its session state cannot be copied)"
+                )
+        attempt = 0
+        while True:
+            attempt += 1
+            inv.attempts = attempt
+            try:
+                value = await self._attempt(inv, deadline)
+            except ToolError as err:
+                result = ToolResult.fail(_clean_error(err), call_id=inv.call.id, tool_name=self.tool.name)
+                retry = err.retryable
+            except _TimedOut as exc:
+                result = _errors.timeout(
+                    inv.call.id,
+                    self.tool.name,
+                    exc.seconds,
+                    idempotent=self._idempotent,
+                    by_deadline=exc.by_deadline,
+                )
+                retry = self._idempotent
+            except asyncio.CancelledError as exc:
+                if _outer_cancelled():
+                    _restore(state, snapshot)
+                    raise
+                result = self._executor.internal_error(inv, exc, "was cancelled", cancelled=True)
+                retry = False
+            except KeyboardInterrupt:
+                _restore(state, snapshot)
+                raise
+            except BaseException as exc:
+                transient = self._idempotent and isinstance(exc, self._executor.transient_errors)
+                result = self._executor.internal_error(inv, exc, "failed", retryable=transient)
+                retry = transient
+            else:
+                result = self._result(inv, value)
+                if result.status != "error":
+                    return result
+                retry = False
+            _restore(state, snapshot)
+            if not retry or attempt > self._retries:
+                result.attempts = attempt
+                return result
+            delay = self._executor.backoff(attempt, result.error)
+            if deadline is not None and _time() + delay >= deadline:
+                result.attempts = attempt
+                return result
+            bus = self._executor.events
+            if bus.active:
+                bus.emit(
+                    ToolRetrying(
+                        call_id=inv.call.id,
+                        tool_name=self.tool.name,
+                        trace_id=ctx.trace_id,
+                        user_id=ctx.user_id,
+                        attempt=attempt,
+                        delay=delay,
+                        code=result.error.code if result.error is not None else "",
+                    )
+                )
+            await asyncio.sleep(delay)
+
+    async def _attempt(self, inv: Invocation, deadline: float | None) -> Any:
+        limit = self._timeout
+        by_deadline = False
+        if deadline is not None:
+            left = deadline - _time()
+            if limit is None or left < limit:
+                limit, by_deadline = max(left, 0.0), True
+        if not self._is_async:
+            return await self._in_thread(inv, limit, by_deadline)
+        started = _monotonic() if limit is not None else 0.0
+        awaitable = self.tool.invoke(inv.arguments, inv.context)
+        if type(awaitable) is _Coroutine:
+            try:
+                first = awaitable.send(None)
+            except StopIteration as stop:  # finished without suspending: no timer was needed
+                return stop.value
+            pending: Any = _Resume(awaitable, first)
+        elif inspect.isawaitable(awaitable):
+            pending = awaitable
+        else:
+            return awaitable
+        if limit is None:
+            return await pending
+        timer = asyncio.timeout(limit - (_monotonic() - started))
+        try:
+            async with timer:
+                return await pending
+        except TimeoutError:
+            if timer.expired():
+                raise _TimedOut(limit, by_deadline) from None
+            raise
+
+    async def _in_thread(self, inv: Invocation, limit: float | None, by_deadline: bool) -> Any:
+        loop = asyncio.get_running_loop()
+        run = contextvars.copy_context().run
+        future = loop.run_in_executor(
+            self._executor.thread_pool, run, self.tool.invoke, inv.arguments, inv.context
+        )
+        if limit is None:
+            value = await future
+            return await value if inspect.isawaitable(value) else value
+        timer = asyncio.timeout(limit)
+        try:
+            async with timer:
+                value = await future
+                return await value if inspect.isawaitable(value) else value
+        except TimeoutError:
+            if timer.expired():
+                raise _TimedOut(limit, by_deadline) from None
+            raise
+
+    def _result(self, inv: Invocation, value: Any) -> ToolResult:
+        executor = self._executor
+        if isinstance(value, ToolResult):
+            return self._own_result(inv, value)
+        if self._check_output and type(value) not in self._fast_types:
+            try:
+                problems = self.tool.output_problems(value)
+            except Exception as exc:
+                return executor.internal_error(inv, exc, "returned a result that could not be checked")
+            if problems:
+                return executor.invalid_result(inv, value, problems)
+        try:
+            safe = json_safe(value)
+        except ResultNotJSON:
+            return executor.invalid_result(inv, value)
+        safe, total = truncate(safe, executor.max_result_chars)
+        result = ToolResult(
+            call_id=inv.call.id, tool_name=self.tool.name, status="ok", value=safe, attempts=inv.attempts
+        )
+        if total is not None:
+            result.metadata["truncated"] = True
+            result.metadata["original_chars"] = total
+        return result
+
+    def _own_result(self, inv: Invocation, result: ToolResult) -> ToolResult:
+        """A handler returned a whole `ToolResult` (to set a message, metadata, or hide the value)."""
+        if result.status not in ("ok", "error"):
+            return self._executor.invalid_result(inv, result)
+        try:
+            safe = json_safe(result.value)
+            metadata = json_safe(result.metadata)
+        except ResultNotJSON:
+            return self._executor.invalid_result(inv, result.value)
+        safe, total = truncate(safe, self._executor.max_result_chars)
+        out = ToolResult(
+            call_id=inv.call.id,
+            tool_name=self.tool.name,
+            status=result.status,
+            value=safe,
+            message=result.message,
+            error=_clean_error(result.error) if result.error is not None else None,
+            attempts=inv.attempts,
+            exclude_value_from_context=result.exclude_value_from_context,
+            metadata=dict(metadata) if isinstance(metadata, dict) else {},
+        )
+        if out.status == "error" and out.error is None:
+            return self._executor.invalid_result(inv, result)
+        if total is not None:
+            out.metadata["truncated"] = True
+            out.metadata["original_chars"] = total
+        return out
+
+
+def _clean_error(err: ToolError) -> ToolError:
+    """A fresh copy of a tool's error with JSON-safe details (a tool may reuse one error instance)."""
+    try:
+        details = json_safe(err.details) if err.details else {}
+    except ResultNotJSON:
+        details = {}
+    return ToolError(
+        str(err.code),
+        str(err.message),
+        retryable=bool(err.retryable),
+        recover_action=str(err.recover_action) if err.recover_action is not None else None,
+        details=details if isinstance(details, dict) else {},
+    )
+
+
+def _restore(state: dict[str, Any] | None, snapshot: Any) -> None:
+    if snapshot is _NO_SNAPSHOT or state is None:
+        return
+    state.clear()
+    state.update(copy.deepcopy(snapshot))
+
+
+def backoff_delay(attempt: int, base: float, cap: float, error: ToolError | None) -> float:
+    """Exponential backoff with jitter: between half and all of `min(cap, base * 2**(attempt-1))`,
+    and at least a `retry_after` the error asks for (still capped)."""
+    delay: float = min(cap, base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+    if error is not None:
+        hint = error.details.get("retry_after")
+        if isinstance(hint, int | float) and not isinstance(hint, bool) and hint > delay:
+            delay = min(cap, float(hint))
+    return delay

@@ -1,0 +1,322 @@
+"""The built-in gates between validation and the run: confirmation, rate limit, cache.
+
+Each is a small middleware object (`async __call__(invocation, call_next)`) with `applies_to(tool)`, so a
+tool's chain holds only the stages its options ask for.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pydantic_core
+
+from toolrun.results import ToolResult
+from toolrun.runtime import _errors
+from toolrun.runtime._convert import ResultNotJSON, json_safe
+from toolrun.runtime._events import ConfirmationRequested, ConfirmationResolved
+from toolrun.runtime._invocation import CallNext, Invocation
+from toolrun.store import CacheStore, ConfirmationStore, PendingConfirmation, RateLimitStore
+from toolrun.tools import Tool
+from toolrun.tools._validation import short_repr
+
+__all__ = ["CacheStage", "ConfirmationStage", "RateLimitStage", "summarize_call"]
+
+_logger = logging.getLogger("toolrun")
+
+DEFAULT_CONFIRMATION_TTL = 600.0
+"""Seconds a pending confirmation can be approved: 10 minutes."""
+
+_MAX_SUMMARY = 600
+
+
+def summarize_call(tool: Tool, arguments: Mapping[str, Any]) -> str:
+    """`tool(arg=value, ...) — first sentence of the description`, each value shortened.
+
+    For the person who approves the call, so it shows argument values: never log it.
+    """
+    parts = []
+    for name, value in arguments.items():
+        try:
+            shown = short_repr(json_safe(value))
+        except ResultNotJSON:
+            shown = f"<{type(value).__name__}>"
+        parts.append(f"{name}={shown}")
+    text = f"{tool.name}({', '.join(parts)})"
+    if len(text) > _MAX_SUMMARY:
+        text = text[: _MAX_SUMMARY - 2] + "…)"
+    first = tool.description.strip().split("\n", 1)[0].split(". ", 1)[0].rstrip(". ")
+    if first:
+        text += f" — {first[:160]}"
+    return text
+
+
+class ConfirmationStage:
+    """Holds back calls of tools that `requires_confirmation` until their user approves them.
+
+    Without an approval the call is stored as a `PendingConfirmation` (bound to the user, the tool and
+    the keyed hash of the validated arguments; expiring after `ttl` seconds) and the result is
+    `confirmation_required` with its id. With an approval (from `ToolExecutor.approve`, or a confirmation
+    id presented with `execute(..., approval=...)`) the call passes only if user, tool and argument hash
+    all match, and the confirmation is consumed atomically: it can never let two runs through.
+    Everything missing or uncertain fails closed: no user id, an unknown, used, expired, mismatched
+    or unreadable confirmation, a store error.
+    """
+
+    def __init__(
+        self,
+        store: ConfirmationStore,
+        *,
+        ttl: float = DEFAULT_CONFIRMATION_TTL,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not ttl > 0:
+            raise ValueError("The confirmation ttl must be a positive number of seconds.")
+        self.store = store
+        self.ttl = ttl
+        self._clock = clock
+
+    def applies_to(self, tool: Tool) -> bool:
+        return tool.options.requires_confirmation
+
+    async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult:
+        inv = invocation
+        approval = inv.approval
+        if approval is not None:  # consumed and checked by ToolExecutor.approve: bind it to what runs now
+            if self._matches(approval, inv):
+                return await call_next(inv)
+            self._resolved(inv, approval.id, "mismatch")
+            return self._mismatch(inv)
+        if inv.approval_id is not None:
+            return await self._presented(inv, inv.approval_id, call_next)
+        return await self._request(inv)
+
+    async def _request(self, inv: Invocation) -> ToolResult:
+        call, tool, ctx = inv.call, inv.tool, inv.context
+        if not ctx.user_id:
+            return _errors.confirmation_denied(
+                call.id,
+                tool.name,
+                f"The tool {tool.name!r} needs the approval of a known user, and this call has no user "
+                "id; it did not run.",
+                reason="no_user",
+                recover_action="Tell the user this action needs them to be signed in.",
+            )
+        now = self._clock()
+        try:
+            pending = PendingConfirmation(
+                id="conf_" + secrets.token_urlsafe(18),
+                user_id=ctx.user_id,
+                tool_name=tool.name,
+                arguments_hash=inv.arguments_hash,
+                call=_stored_call(inv),
+                summary=summarize_call(tool, inv.arguments),
+                created_at=now,
+                expires_at=now + self.ttl,
+                conversation_id=ctx.conversation_id,
+            )
+            await self.store.add(pending)
+        except Exception as exc:
+            return inv.executor.internal_error(inv, exc, "could not be held for confirmation", retryable=True)
+        bus = inv.executor.events
+        if bus.active:
+            bus.emit(
+                ConfirmationRequested(
+                    call_id=call.id,
+                    tool_name=tool.name,
+                    trace_id=ctx.trace_id,
+                    user_id=ctx.user_id,
+                    confirmation_id=pending.id,
+                    expires_at=pending.expires_at,
+                )
+            )
+        return ToolResult.confirmation_required_result(
+            pending.id, pending.summary, call_id=call.id, tool_name=tool.name
+        )
+
+    async def _presented(self, inv: Invocation, confirmation_id: str, call_next: CallNext) -> ToolResult:
+        user = inv.context.user_id
+        if not user:
+            self._resolved(inv, confirmation_id, "unknown")
+            return _errors.confirmation_denied(
+                inv.call.id,
+                inv.tool.name,
+                "An approval can only be used by a known user, and this call has no user id; it did not run.",
+                reason="no_user",
+            )
+        try:
+            pending = await self.store.get(confirmation_id)
+            if pending is None or pending.user_id != user:
+                self._resolved(inv, confirmation_id, "unknown")
+                return _errors.confirmation_expired(inv.call.id, inv.tool.name, reason="unknown_or_used")
+            if not self._matches(pending, inv):
+                self._resolved(inv, confirmation_id, "mismatch")
+                return self._mismatch(inv)
+            taken = await self.store.consume(confirmation_id, user_id=user)
+        except Exception as exc:
+            return inv.executor.internal_error(inv, exc, "could not check its approval", retryable=True)
+        if taken is None:  # someone else consumed it between our look and our take
+            self._resolved(inv, confirmation_id, "unknown")
+            return _errors.confirmation_expired(inv.call.id, inv.tool.name, reason="unknown_or_used")
+        if taken.expired(self._clock()):
+            self._resolved(inv, confirmation_id, "expired")
+            return _errors.confirmation_expired(inv.call.id, inv.tool.name, reason="expired")
+        if not self._matches(taken, inv):
+            self._resolved(inv, confirmation_id, "mismatch")
+            return self._mismatch(inv)
+        inv.approval = taken
+        self._resolved(inv, confirmation_id, "approved")
+        return await call_next(inv)
+
+    @staticmethod
+    def _matches(pending: PendingConfirmation, inv: Invocation) -> bool:
+        return (
+            pending.user_id == inv.context.user_id
+            and pending.tool_name == inv.tool.name
+            and hmac.compare_digest(pending.arguments_hash, inv.arguments_hash)
+        )
+
+    @staticmethod
+    def _mismatch(inv: Invocation) -> ToolResult:
+        return _errors.confirmation_denied(
+            inv.call.id,
+            inv.tool.name,
+            "The approval presented is for a different action (another tool, other arguments or another "
+            "user); this call did not run.",
+            reason="mismatch",
+            recover_action="Call the tool again without an approval to ask the user to confirm this action.",
+        )
+
+    @staticmethod
+    def _resolved(inv: Invocation, confirmation_id: str, decision: Any) -> None:
+        bus = inv.executor.events
+        if bus.active:
+            bus.emit(
+                ConfirmationResolved(
+                    call_id=inv.call.id,
+                    tool_name=inv.tool.name,
+                    trace_id=inv.context.trace_id,
+                    user_id=inv.context.user_id,
+                    confirmation_id=confirmation_id,
+                    decision=decision,
+                )
+            )
+
+
+def _stored_call(inv: Invocation) -> dict[str, Any]:
+    args = inv.call.arguments
+    if args is not None and not isinstance(args, str):
+        args = json_safe(dict(args))
+    return {"id": inv.call.id, "name": inv.call.name, "arguments": args}
+
+
+class RateLimitStage:
+    """A token bucket per (the rate limit's key, or the tool name) and principal → `RATE_LIMITED`.
+
+    Calls without a user id share one bucket per key. A store error fails closed (the call does not run).
+    """
+
+    def __init__(self, store: RateLimitStore) -> None:
+        self.store = store
+
+    def applies_to(self, tool: Tool) -> bool:
+        return tool.options.rate_limit is not None
+
+    async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult:
+        limit = invocation.tool.options.rate_limit
+        if limit is None:
+            return await call_next(invocation)
+        key = f"{limit.key or invocation.tool.name}\x1f{invocation.context.user_id or ''}"
+        try:
+            decision = await self.store.acquire(key, limit=limit.limit, period=limit.period)
+        except Exception as exc:
+            return invocation.executor.internal_error(
+                invocation, exc, "could not check its rate limit", retryable=True
+            )
+        if not decision.allowed:
+            return _errors.rate_limited(invocation.call.id, invocation.tool.name, decision.retry_after)
+        return await call_next(invocation)
+
+
+class CacheStage:
+    """Serves repeated calls of `read_only`/`idempotent` tools with a `cache_ttl` from the cache.
+
+    The key is the tool name and the keyed hash of the canonical arguments, plus the principal for
+    `private` tools (a private tool called without a user id is never cached). Only `ok` results are
+    stored; a hit comes back with `cached=True` and `attempts=0`. Cache errors fail open: the tool runs.
+    """
+
+    def __init__(self, store: CacheStore) -> None:
+        self.store = store
+
+    def applies_to(self, tool: Tool) -> bool:
+        opts = tool.options
+        return opts.cache_ttl is not None and opts.effective_idempotent and not opts.requires_confirmation
+
+    async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult:
+        inv = invocation
+        tool = inv.tool
+        ttl = tool.options.cache_ttl
+        if ttl is None:
+            return await call_next(inv)
+        if tool.options.private:
+            principal = inv.context.user_id
+            if not principal:
+                return await call_next(inv)
+            digest = inv.executor.hasher.digest(
+                principal.encode("utf-8", "surrogatepass") + b"\x00" + inv.arguments_hash.encode()
+            )
+            key = f"toolrun:{tool.name}:p:{digest}"
+        else:
+            key = f"toolrun:{tool.name}:{inv.arguments_hash}"
+        try:
+            raw = await self.store.get(key)
+        except Exception as exc:
+            _log_cache_error(exc)
+            raw = None
+        if raw is not None:
+            hit = _from_cache(raw, inv)
+            if hit is not None:
+                return hit
+        result = await call_next(inv)
+        if result.status == "ok":
+            payload = {
+                "value": result.value,
+                "message": result.message,
+                "exclude_value_from_context": result.exclude_value_from_context,
+                "metadata": result.metadata,
+            }
+            try:
+                await self.store.set(key, pydantic_core.to_json(payload, fallback=str), ttl=ttl)
+            except Exception as exc:
+                _log_cache_error(exc)
+        return result
+
+
+def _from_cache(raw: bytes, inv: Invocation) -> ToolResult | None:
+    try:
+        data = pydantic_core.from_json(raw)
+        return ToolResult(
+            call_id=inv.call.id,
+            tool_name=inv.tool.name,
+            status="ok",
+            value=data["value"],
+            message=data.get("message"),
+            exclude_value_from_context=bool(data.get("exclude_value_from_context")),
+            metadata=dict(data.get("metadata") or {}),
+            cached=True,
+            attempts=0,
+        )
+    except Exception as exc:
+        _log_cache_error(exc)
+        return None
+
+
+def _log_cache_error(exc: BaseException) -> None:
+    from toolrun.runtime._logging import log_exception
+
+    log_exception(_logger, "Result cache failed; the call runs uncached", exc, level=logging.WARNING)
