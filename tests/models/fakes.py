@@ -47,7 +47,8 @@ class Reply:
     cut: bool = False
     """Drop the connection after the frames (no terminating chunk)."""
     gate: threading.Event | None = None
-    """If set, wait for it before sending frame 2 and on (to observe a stream in flight)."""
+    """Streams: wait for it before sending frame 2 on (to observe a stream in flight). Others: wait for it
+    before answering at all."""
 
 
 @dataclass
@@ -116,6 +117,8 @@ class FakeServer:
             reply = queue.popleft() if queue else None
         if reply is None:
             return JSONResponse({"error": {"message": "no reply scripted"}}, status_code=599)
+        if reply.frames is None and reply.gate is not None:
+            await asyncio.to_thread(reply.gate.wait, 10)  # hold the answer (timeouts); the test releases it
         if reply.frames is not None:
             return StreamingResponse(
                 _frames(reply),

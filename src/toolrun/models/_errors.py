@@ -271,7 +271,7 @@ def map_sdk_error(exc: BaseException, *, provider: str, sdk: ModuleType) -> Prov
     if isinstance(exc, sdk_base):
         # Raised before any request: most often no API key configured.
         text = str(exc)
-        if "api_key" in text or "API key" in text or "auth" in text.lower():
+        if any(word in text.lower() for word in ("api_key", "api key", "auth", "credential", "profile")):
             return ProviderAuthError(text, provider=provider)
         return ProviderError(text, provider=provider)
     return None

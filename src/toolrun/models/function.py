@@ -18,6 +18,7 @@ collects the stream.
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias
 
@@ -52,9 +53,10 @@ class FunctionModel:
         function: Gives the response; sync or async.
         stream_function: Gives the response as deltas, for `stream()` (and `request()` without `function`).
         name: The model's name in runs and logs.
+        max_recorded: How many recent requests `requests` keeps (a long-lived demo must not grow forever).
 
     Attributes:
-        requests: Every request received, in order.
+        requests: The requests received, oldest first (the last `max_recorded`), for assertions in tests.
     """
 
     def __init__(
@@ -63,13 +65,14 @@ class FunctionModel:
         *,
         stream_function: StreamFunction | None = None,
         name: str = "function",
+        max_recorded: int = 1000,
     ) -> None:
         if function is None and stream_function is None:
             raise ValueError("FunctionModel needs a function, a stream_function, or both.")
         self.function = function
         self.stream_function = stream_function
         self._name = name
-        self.requests: list[ModelRequest] = []
+        self.requests: deque[ModelRequest] = deque(maxlen=max_recorded)
 
     @property
     def name(self) -> str:

@@ -25,6 +25,7 @@ Either way, asking past the end raises `ScriptExhaustedError`, naming the positi
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from typing import Literal
 
@@ -47,9 +48,10 @@ class ScriptedModel:
         cursor: `"conversation"` (default: position = assistant turns in the request) or `"sequential"`
             (position = requests since the last `reset()`).
         name: The model's name in runs and logs.
+        max_recorded: How many recent requests `requests` keeps (a long-lived demo must not grow forever).
 
     Attributes:
-        requests: Every request received, in order (for assertions in tests).
+        requests: The requests received, oldest first (the last `max_recorded`), for assertions in tests.
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class ScriptedModel:
         *,
         cursor: Literal["conversation", "sequential"] = "conversation",
         name: str = "scripted",
+        max_recorded: int = 1000,
     ) -> None:
         if cursor not in ("conversation", "sequential"):
             raise ValueError(f"cursor must be 'conversation' or 'sequential', not {cursor!r}.")
@@ -69,7 +72,7 @@ class ScriptedModel:
         self._name = name
         self._next = 0
         self._lock = threading.Lock()
-        self.requests: list[ModelRequest] = []
+        self.requests: deque[ModelRequest] = deque(maxlen=max_recorded)
 
     @property
     def name(self) -> str:
