@@ -3,6 +3,7 @@
 `import toolrun` is light: it imports no provider SDK, no web framework and no MCP.
 """
 
+from toolrun.agent import Agent
 from toolrun.exceptions import (
     ArgumentsError,
     SchemaError,
@@ -13,11 +14,13 @@ from toolrun.exceptions import (
 )
 from toolrun.registry import ToolRegistry
 from toolrun.results import ErrorCode, ToolError, ToolResult
+from toolrun.runtime import ToolExecutor
 from toolrun.tools import Tool, ToolCall, ToolContext, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "ArgumentsError",
     "ErrorCode",
     "SchemaError",
@@ -27,6 +30,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolExecutor",
     "ToolNotFoundError",
     "ToolRegistry",
     "ToolResult",

@@ -1,0 +1,29 @@
+"""The agent loop: native tool calling and planner mode, pause and resume, streaming events."""
+
+from toolrun.agent._agent import Agent
+from toolrun.agent._events import (
+    AgentEvent,
+    ConfirmationRequired,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from toolrun.agent._planner import Plan, PlannedCall
+from toolrun.agent._run import AgentRun, PendingConfirmation, RunStatus, ToolCallRecord
+
+__all__ = [
+    "Agent",
+    "AgentEvent",
+    "AgentRun",
+    "ConfirmationRequired",
+    "PendingConfirmation",
+    "Plan",
+    "PlannedCall",
+    "RunFinished",
+    "RunStatus",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallRecord",
+    "ToolCallStarted",
+]

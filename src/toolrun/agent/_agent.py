@@ -1,0 +1,458 @@
+"""`Agent`: the loop from a user message to an answer, through tools.
+
+One loop, written once as an async generator of events: `run()` drains it and returns the `AgentRun`,
+`stream()` hands the events out as they happen. Native mode sends tool definitions and runs the calls the
+model makes; planner mode asks for a JSON plan, runs it, then asks for the answer.
+
+```
+messages + tools ─► model ─► tool calls? ── no ──► completed (output = text)
+                     ▲            │ yes
+                     │            ▼
+                     │      execute_many ─► confirmation required? ── yes ──► awaiting_confirmation
+                     │            │ no                                        (resume() continues)
+                     └── results appended (in the model's call order)
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, cast
+
+from toolrun.agent._events import (
+    AgentEvent,
+    ConfirmationRequired,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
+from toolrun.agent._run import AgentRun, PendingConfirmation, RunStatus, ToolCallRecord
+from toolrun.models import (
+    FinalResponse,
+    Message,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamEvent,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+    infer_model,
+)
+from toolrun.models import TextDelta as ModelTextDelta
+from toolrun.registry import ToolRegistry, ToolSet
+from toolrun.results import ErrorCode, ToolResult
+from toolrun.runtime import ToolExecutor
+from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
+
+__all__ = ["Agent"]
+
+logger = logging.getLogger("toolrun.agent")
+
+_EMPTY_REGISTRY = ToolRegistry()
+
+
+class _Stop(Exception):
+    """Internal: the run reached a limit while waiting on the model."""
+
+    def __init__(self, status: RunStatus, error: str) -> None:
+        self.status = status
+        self.error = error
+
+
+class Agent:
+    """Runs a conversation with a model, executing the tool calls it makes, until an answer or a limit.
+
+    ```python
+    agent = Agent("openai:gpt-4o-mini", registry, instructions="You manage the user's tasks.")
+    run = await agent.run("Delete task t1", context=ToolContext(user_id="u1"))
+    if run.status == "awaiting_confirmation":
+        run = await agent.resume(run, approvals={run.pending[0].confirmation_id: True}, context=...)
+    print(run.output)
+    ```
+
+    Args:
+        model: A `Model`, or a model string for `infer_model` (`"openai:gpt-4o-mini"`, ...).
+        tools: A registry or view, or tools/functions to put in a new registry. Defaults to the executor's.
+        instructions: The system prompt.
+        mode: `"native"` (provider tool calling) or `"planner"` (a JSON plan; for models without tools).
+        max_steps: Most model requests in one run (a repair request in planner mode counts).
+        executor: Runs the calls; defaults to a `ToolExecutor` over `tools`.
+        settings: Model settings for every request of this agent.
+        max_concurrency: Most calls of one turn run at once.
+        max_tool_errors: A tool that fails this many times in a row ends the run (`failed`): the model
+            keeps sending a call that cannot work.
+        timeout: Seconds a run may take (combined with the context's own deadline).
+        max_tool_calls: Tool calls allowed per run (a budget; the run ends with `budget_exceeded`).
+        max_tokens: Tokens (input + output, all requests) allowed per run (`budget_exceeded`).
+    """
+
+    def __init__(
+        self,
+        model: Model | str,
+        tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
+        *,
+        instructions: str | None = None,
+        mode: Literal["native", "planner"] = "native",
+        max_steps: int = 10,
+        executor: ToolExecutor | None = None,
+        settings: ModelSettings | None = None,
+        max_concurrency: int = 8,
+        max_tool_errors: int = 3,
+        timeout: float | None = None,
+        max_tool_calls: int | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        if mode not in ("native", "planner"):
+            raise ValueError(f"mode must be 'native' or 'planner', not {mode!r}.")
+        if max_steps < 1 or max_concurrency < 1 or max_tool_errors < 1:
+            raise ValueError("max_steps, max_concurrency and max_tool_errors must be at least 1.")
+        self.model: Model = infer_model(model) if isinstance(model, str) else model
+        if tools is None:
+            self.tools: ToolSet = executor.registry if executor is not None else _EMPTY_REGISTRY
+        elif isinstance(tools, ToolSet):
+            self.tools = tools
+        else:
+            self.tools = ToolRegistry(tools)
+        self.executor = executor if executor is not None else ToolExecutor(self.tools)
+        self.instructions = instructions
+        self.mode: Literal["native", "planner"] = mode
+        self.max_steps = max_steps
+        self.settings = settings
+        self.max_concurrency = max_concurrency
+        self.max_tool_errors = max_tool_errors
+        self.timeout = timeout
+        self.max_tool_calls = max_tool_calls
+        self.max_tokens = max_tokens
+
+    # ----------------------------------------------------------------------------------------------------
+    # Public API
+
+    async def run(
+        self, message: str | Sequence[Message], *, context: ToolContext[Any] | None = None
+    ) -> AgentRun:
+        """Run until an answer, a pause or a limit; never raises for model or tool failures (`failed`)."""
+        run = self._start(message)
+        async for _ in self._events(run, context, streaming=False):
+            pass
+        return run
+
+    async def stream(
+        self, message: str | Sequence[Message], *, context: ToolContext[Any] | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Like `run`, yielding events as they happen; the last event is `RunFinished`."""
+        run = self._start(message)
+        async for event in self._events(run, context, streaming=True):
+            yield event
+
+    async def resume(
+        self,
+        run: AgentRun,
+        approvals: Mapping[str, bool],
+        *,
+        context: ToolContext[Any] | None = None,
+    ) -> AgentRun:
+        """Continue a run paused with `awaiting_confirmation`.
+
+        Args:
+            run: The paused run (possibly rebuilt with `AgentRun.from_json` in another process).
+            approvals: `{confirmation_id: True}` to approve, `False` to deny. Calls not mentioned stay
+                pending, and the run stays paused until every one is decided.
+            context: Who decides: approvals are bound to the user who was asked.
+        """
+        async for _ in self._resume(run, approvals, context, streaming=False):
+            pass
+        return run
+
+    async def stream_resume(
+        self,
+        run: AgentRun,
+        approvals: Mapping[str, bool],
+        *,
+        context: ToolContext[Any] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Like `resume`, yielding events; the last event is `RunFinished`."""
+        async for event in self._resume(run, approvals, context, streaming=True):
+            yield event
+
+    async def _resume(
+        self,
+        run: AgentRun,
+        approvals: Mapping[str, bool],
+        context: ToolContext[Any] | None,
+        *,
+        streaming: bool,
+    ) -> AsyncIterator[AgentEvent]:
+        if run.status != "awaiting_confirmation":
+            raise ValueError(f"Only a run awaiting confirmation can resume; this one is {run.status!r}.")
+        unknown = set(approvals) - {p.confirmation_id for p in run.pending}
+        if unknown:
+            raise ValueError(f"No pending confirmation with id(s) {sorted(unknown)} in run {run.run_id}.")
+        ctx = self._context(run, context)
+        still_pending: list[PendingConfirmation] = []
+        for pending in run.pending:
+            decision = approvals.get(pending.confirmation_id)
+            if decision is None:
+                still_pending.append(pending)
+                continue
+            if decision:
+                result = await self.executor.approve(pending.confirmation_id, ctx)
+            else:
+                result = await self.executor.deny(pending.confirmation_id, ctx)
+            result.call_id = pending.call.id
+            self._replace_result(run, pending.call.id, result)
+            yield ToolCallFinished(call=pending.call, result=result, step=run.steps)
+        run.pending = still_pending
+        if still_pending:
+            yield RunFinished(run=run)
+            return
+        results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
+        batch, run.batch = run.batch, []
+        run.status = "running"
+        self._after_results(run, batch, [results[c.id] for c in batch])
+        async for event in self._loop(run, ctx, streaming=streaming):
+            yield event
+
+    # ----------------------------------------------------------------------------------------------------
+    # The loop
+
+    def _start(self, message: str | Sequence[Message]) -> AgentRun:
+        messages: list[Message] = (
+            [UserMessage(content=message)] if isinstance(message, str) else list(message)
+        )
+        system = (
+            planner_prompt(self.instructions, self.tools.describe())
+            if self.mode == "planner"
+            else self.instructions
+        )
+        if system and not (messages and isinstance(messages[0], SystemMessage)):
+            messages.insert(0, SystemMessage(content=system))
+        return AgentRun(mode=self.mode, messages=messages)
+
+    def _context(self, run: AgentRun, context: ToolContext[Any] | None) -> ToolContext[Any]:
+        ctx = context if context is not None else ToolContext()
+        changes: dict[str, Any] = {}
+        if ctx.conversation_id is None:
+            changes["conversation_id"] = run.run_id
+        if self.max_tool_calls is not None and ctx.budget is None:
+            used = sum(1 for r in run.tool_calls if r.result.attempts > 0)
+            changes["budget"] = ToolBudget(max_calls=self.max_tool_calls, calls_used=used)
+        if self.timeout is not None:
+            deadline = time.time() + self.timeout
+            changes["deadline"] = deadline if ctx.deadline is None else min(ctx.deadline, deadline)
+        return ctx.evolve(**changes) if changes else ctx
+
+    async def _events(
+        self, run: AgentRun, context: ToolContext[Any] | None, *, streaming: bool
+    ) -> AsyncIterator[AgentEvent]:
+        ctx = self._context(run, context)
+        async for event in self._loop(run, ctx, streaming=streaming):
+            yield event
+
+    async def _loop(
+        self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
+    ) -> AsyncIterator[AgentEvent]:
+        try:
+            if run.mode == "planner":
+                async for event in self._planner_steps(run, ctx, streaming=streaming):
+                    yield event
+            else:
+                async for event in self._native_steps(run, ctx, streaming=streaming):
+                    yield event
+        except _Stop as stop:
+            run.status, run.error = stop.status, stop.error
+        except Exception as exc:  # a provider failure, or a bug: the run ends readable, never half-raised
+            logger.warning("agent run %s failed: %s", run.run_id, type(exc).__name__, exc_info=True)
+            run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"
+        yield RunFinished(run=run)
+
+    async def _native_steps(
+        self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
+    ) -> AsyncIterator[AgentEvent]:
+        while run.status == "running":
+            request = ModelRequest(run.messages, tools=self.tools, settings=self.settings)
+            response: ModelResponse | None = None
+            async for event in self._ask(run, ctx, request, streaming=streaming):
+                if isinstance(event, ModelResponse):
+                    response = event
+                else:
+                    yield event
+            assert response is not None  # _ask always ends with the response
+            run.messages.append(response.to_message())
+            if not response.tool_calls:
+                run.output = response.text
+                run.status = "completed"
+                return
+            async for event in self._run_calls(run, ctx, response.tool_calls):
+                yield event
+
+    async def _planner_steps(
+        self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
+    ) -> AsyncIterator[AgentEvent]:
+        if run.plan is None:
+            response = await self._ask_quietly(run, ctx, ModelRequest(run.messages, settings=self.settings))
+            run.messages.append(response.to_message())
+            try:
+                plan = parse_plan(response.text)
+            except PlanError as first:
+                run.messages.append(UserMessage(content=repair_prompt(str(first))))
+                response = await self._ask_quietly(
+                    run, ctx, ModelRequest(run.messages, settings=self.settings)
+                )
+                run.messages.append(response.to_message())
+                try:
+                    plan = parse_plan(response.text)
+                except PlanError as second:
+                    run.status, run.error = "failed", f"The model did not produce a valid plan: {second}"
+                    return
+            run.plan = plan.model_dump()
+            if plan.needs_user_input:
+                run.status, run.output = "needs_user_input", plan.input_request
+                return
+            if plan.tool_calls:
+                calls = [ToolCall(name=c.tool, arguments=c.args) for c in plan.tool_calls]
+                async for event in self._run_calls(run, ctx, calls):
+                    yield event
+                if run.status != "running":
+                    return
+        lines = [f"- {r.call.name}({r.call.arguments!s:.500}) -> {r.result.render()}" for r in run.tool_calls]
+        run.messages.append(UserMessage(content=answer_prompt("\n".join(lines))))
+        request = ModelRequest(run.messages, settings=self.settings)
+        answer: ModelResponse | None = None
+        async for item in self._ask(run, ctx, request, streaming=streaming):
+            if isinstance(item, ModelResponse):
+                answer = item
+            else:
+                yield item
+        assert answer is not None
+        run.messages.append(answer.to_message())
+        run.output = answer.text
+        run.status = "completed"
+
+    # ----------------------------------------------------------------------------------------------------
+    # Pieces
+
+    def _check_limits(self, run: AgentRun, ctx: ToolContext[Any]) -> None:
+        if run.steps >= self.max_steps:
+            raise _Stop(
+                "max_steps", f"Stopped after {run.steps} model requests (max_steps={self.max_steps})."
+            )
+        if ctx.deadline is not None and time.time() >= ctx.deadline:
+            raise _Stop("deadline_exceeded", "The run's deadline passed before the answer.")
+        if self.max_tokens is not None and run.usage.total_tokens >= self.max_tokens:
+            raise _Stop(
+                "budget_exceeded", f"Spent {run.usage.total_tokens} tokens (max_tokens={self.max_tokens})."
+            )
+
+    async def _ask(
+        self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest, *, streaming: bool
+    ) -> AsyncIterator[AgentEvent | ModelResponse]:
+        """One model request (streamed or not); yields text deltas, then the response itself."""
+        if not streaming:
+            yield await self._ask_quietly(run, ctx, request)
+            return
+        self._check_limits(run, ctx)
+        run.steps += 1
+        response: ModelResponse | None = None
+        time_left = ctx.time_left
+        try:
+            async with (
+                asyncio.timeout(time_left),
+                contextlib.aclosing(
+                    cast(AsyncGenerator[StreamEvent, None], self.model.stream(request))
+                ) as events,
+            ):
+                async for event in events:
+                    if isinstance(event, ModelTextDelta):
+                        yield TextDelta(text=event.text, step=run.steps)
+                    elif isinstance(event, FinalResponse):
+                        response = event.response
+        except TimeoutError:
+            raise _Stop(
+                "deadline_exceeded", "The run's deadline passed while the model was answering."
+            ) from None
+        if response is None:
+            raise RuntimeError("The model's stream ended without a final response.")
+        run.usage += response.usage
+        yield response
+
+    async def _ask_quietly(
+        self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest
+    ) -> ModelResponse:
+        self._check_limits(run, ctx)
+        run.steps += 1
+        time_left = ctx.time_left
+        try:
+            if time_left is None:
+                response = await self.model.request(request)
+            else:
+                async with asyncio.timeout(time_left):
+                    response = await self.model.request(request)
+        except TimeoutError:
+            raise _Stop(
+                "deadline_exceeded", "The run's deadline passed while the model was answering."
+            ) from None
+        run.usage += response.usage
+        return response
+
+    async def _run_calls(
+        self, run: AgentRun, ctx: ToolContext[Any], calls: Sequence[ToolCall]
+    ) -> AsyncIterator[AgentEvent]:
+        step = run.steps
+        for call in calls:
+            yield ToolCallStarted(call=call, step=step)
+        results = await self.executor.execute_many(list(calls), ctx, max_concurrency=self.max_concurrency)
+        pending: list[PendingConfirmation] = []
+        for call, result in zip(calls, results, strict=True):
+            run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))
+            yield ToolCallFinished(call=call, result=result, step=step)
+            if result.status == "confirmation_required" and result.confirmation_id is not None:
+                summary = result.message or f"run {call.name}"
+                pending.append(
+                    PendingConfirmation(confirmation_id=result.confirmation_id, call=call, summary=summary)
+                )
+                yield ConfirmationRequired(confirmation_id=result.confirmation_id, call=call, summary=summary)
+        if pending:
+            run.pending, run.batch = pending, list(calls)
+            run.status = "awaiting_confirmation"
+            return
+        self._after_results(run, calls, results)
+
+    def _after_results(self, run: AgentRun, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
+        """Feed a turn's results back (native mode) and stop on a spent budget or a hopeless tool."""
+        if run.mode == "native":
+            run.messages.extend(ToolResultMessage.from_result(r) for r in results)
+        if any(r.error is not None and r.error.code == ErrorCode.BUDGET_EXCEEDED for r in results):
+            run.status, run.error = "budget_exceeded", "The run's budget of tool calls is spent."
+            return
+        for call in calls:
+            streak = 0
+            for record in reversed(run.tool_calls):
+                if record.call.name != call.name:
+                    continue
+                if record.result.status != "error":
+                    break
+                streak += 1
+            if streak >= self.max_tool_errors:
+                last = next(r for r in reversed(run.tool_calls) if r.call.name == call.name).result
+                code = last.error.code if last.error is not None else "?"
+                run.status = "failed"
+                run.error = (
+                    f"Tool {call.name!r} failed {streak} times in a row (last error {code}); "
+                    "stopping instead of retrying the same failing call."
+                )
+                return
+
+    @staticmethod
+    def _replace_result(run: AgentRun, call_id: str, result: ToolResult) -> None:
+        for record in reversed(run.tool_calls):
+            if record.call.id == call_id:
+                record.result = result
+                return

@@ -1,0 +1,68 @@
+"""Events `Agent.stream()` yields while a run unfolds. The last one is always `RunFinished`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal, TypeAlias
+
+from toolrun.agent._run import AgentRun
+from toolrun.results import ToolResult
+from toolrun.tools import ToolCall
+
+__all__ = [
+    "AgentEvent",
+    "ConfirmationRequired",
+    "RunFinished",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
+
+
+@dataclass(kw_only=True, slots=True)
+class TextDelta:
+    """A piece of the model's text, as it arrives."""
+
+    kind: ClassVar[Literal["text_delta"]] = "text_delta"
+    text: str
+    step: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallStarted:
+    """The executor is about to run a call the model made."""
+
+    kind: ClassVar[Literal["tool_call_started"]] = "tool_call_started"
+    call: ToolCall
+    step: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallFinished:
+    """A call's result is known."""
+
+    kind: ClassVar[Literal["tool_call_finished"]] = "tool_call_finished"
+    call: ToolCall
+    result: ToolResult
+    step: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ConfirmationRequired:
+    """A call waits for a person; the run will pause with `awaiting_confirmation`."""
+
+    kind: ClassVar[Literal["confirmation_required"]] = "confirmation_required"
+    confirmation_id: str
+    call: ToolCall
+    summary: str
+
+
+@dataclass(kw_only=True, slots=True)
+class RunFinished:
+    """The run stopped (finished, paused, or hit a limit); `run.status` says which."""
+
+    kind: ClassVar[Literal["final"]] = "final"
+    run: AgentRun
+
+
+AgentEvent: TypeAlias = TextDelta | ToolCallStarted | ToolCallFinished | ConfirmationRequired | RunFinished
