@@ -407,3 +407,26 @@ async def test_request_body_is_json_serialisable_and_sent_once_per_call(server, 
 async def test_model_name(server, make_openai) -> None:
     assert make_openai("llama3.1").name == f"openai-compatible:{server.url}/v1:llama3.1"
     assert make_openai(base_url=None).name == "openai:gpt-4o-mini"
+
+
+async def test_stopping_a_stream_early_releases_it_and_the_model_stays_usable(server, make_openai) -> None:
+    chunks = [openai_chunk({"content": f"w{i} "}) for i in range(50)] + [
+        openai_chunk({}, finish_reason="stop")
+    ]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks)), Reply(json=openai_completion("again")))
+    model = make_openai()
+    async with aclosing(model.stream(hello())) as stream:
+        async for event in stream:
+            assert event == TextDelta(text="w0 ")
+            break
+    assert (await model.request(hello())).text == "again"
+
+
+async def test_content_parts_from_compatible_servers(server, make_openai) -> None:
+    body = openai_completion("x")
+    body["choices"][0]["message"]["content"] = [
+        {"type": "text", "text": "Hello "},
+        {"type": "text", "text": "parts"},
+    ]
+    server.reply(OPENAI_PATH, Reply(json=body))
+    assert (await make_openai().request(hello())).text == "Hello parts"

@@ -294,6 +294,10 @@ class OpenAIModel:
         if not isinstance(message, Mapping):
             raise ProviderResponseError("the first choice has no message object", provider=self.provider)
         text = message.get("content") or message.get("refusal") or ""
+        if isinstance(text, list):  # some compatible servers answer with content parts
+            text = "".join(
+                p.get("text") or "" for p in text if isinstance(p, Mapping) and p.get("type") == "text"
+            )
         if not isinstance(text, str):
             raise ProviderResponseError(f"message content is not text: {text!r:.200}", provider=self.provider)
         calls = []
