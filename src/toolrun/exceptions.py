@@ -12,6 +12,14 @@ ToolrunError                      the developer's mistake, raised at definition 
 ArgumentsError (ValueError)       the *model's* mistake: arguments that do not fit the tool's schema.
                                   `Tool.validate` raises it; the executor turns it into a ToolResult with
                                   ErrorCode.INVALID_ARGUMENTS, so the model can read it and try again.
+
+ProviderError                     the *outside world*: an LLM provider failed (`toolrun.models`), mapped
+├── ProviderAuthError             from the SDKs' exceptions at one boundary per client, with `from exc`.
+├── ProviderRateLimitError        Transient ones (unavailable, rate limited) are retried by one policy
+├── ProviderBadRequestError       (`toolrun.models.RetryPolicy`) before they reach you; an agent run that
+├── ProviderUnavailableError      meets one ends with status "failed" and the error in words.
+└── ProviderResponseError
+    └── ProviderStreamError
 ```
 
 Failures of tools at run time are never exceptions to the caller: the executor returns a
