@@ -33,7 +33,14 @@ from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, emit_log_record
 from toolrun.runtime._chain import ChainStep, run_chain
-from toolrun.runtime._events import EventBus, Subscriber, ToolEvent, ToolFinished, ToolStarted
+from toolrun.runtime._events import (
+    ConfirmationResolved,
+    EventBus,
+    Subscriber,
+    ToolEvent,
+    ToolFinished,
+    ToolStarted,
+)
 from toolrun.runtime._invocation import Invocation, Middleware
 from toolrun.runtime._logging import log_exception
 from toolrun.runtime._otel import Tracing
@@ -91,6 +98,9 @@ class ToolExecutor:
         transient_errors: Exception types worth retrying for idempotent tools.
         tracer_provider: OpenTelemetry tracer provider (default: the global one, if the SDK set one).
         log_exception_messages: Log tools' exception messages (off by default: they carry user data).
+        clock: Wall-clock time (`time.time`) for confirmation expiry; replaceable in tests.
+        cancel_grace: Seconds an async tool that swallows its cancellation (on timeout) may keep
+            running before it is closed and the call returns `TIMEOUT` anyway.
     """
 
     def __init__(
@@ -114,6 +124,8 @@ class ToolExecutor:
         transient_errors: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError),
         tracer_provider: Any = None,
         log_exception_messages: bool = False,
+        clock: Callable[[], float] = time.time,
+        cancel_grace: float = 1.0,
     ) -> None:
         if default_timeout is not None and not default_timeout > 0:
             raise ValueError("default_timeout must be a positive number of seconds, or None.")
@@ -129,11 +141,15 @@ class ToolExecutor:
         self.hasher = ArgumentHasher(hash_key if hash_key is not None else os.urandom(32))
         self.transient_errors = tuple(transient_errors)
         self.log_exception_messages = log_exception_messages
+        self.cancel_grace = cancel_grace
         self.retry_backoff = retry_backoff
         self.retry_backoff_max = retry_backoff_max
         self.confirmation = ConfirmationStage(
-            confirmations if confirmations is not None else InMemoryConfirmationStore(), ttl=confirmation_ttl
+            confirmations if confirmations is not None else InMemoryConfirmationStore(),
+            ttl=confirmation_ttl,
+            clock=clock,
         )
+        self._clock = clock
         self.rate_limit = RateLimitStage(rate_limits if rate_limits is not None else InMemoryRateLimitStore())
         self.cache = CacheStage(cache if cache is not None else InMemoryCache())
         if audit is None:
@@ -232,7 +248,7 @@ class ToolExecutor:
         """The confirmations waiting for `context.user_id` (empty without a user id)."""
         if not context.user_id:
             return []
-        return await self.confirmation.store.list_pending(context.user_id, now=time.time())
+        return await self.confirmation.store.list_pending(context.user_id, now=self._clock())
 
     async def execute_many(
         self,
@@ -574,14 +590,24 @@ class ToolExecutor:
                     details={"error_id": error_id},
                 )
             else:
-                if taken is not None and not taken.expired(time.time()):
+                if taken is not None and not taken.expired(self._clock()):
                     return taken
-                reason = "expired" if taken is not None else "unknown_or_used"
-                call_id = str(taken.call.get("id", "")) if taken is not None else ""
-                result = _errors.confirmation_expired(
-                    call_id, taken.tool_name if taken else "", reason=reason
-                )
-                if taken is not None:
+                if taken is None:
+                    result = _errors.confirmation_expired("", "", reason="unknown_or_used")
+                    if self.events.active:
+                        self.events.emit(
+                            ConfirmationResolved(
+                                call_id="",
+                                tool_name=None,
+                                trace_id=context.trace_id,
+                                user_id=user,
+                                confirmation_id=str(confirmation_id),
+                                decision="unknown",
+                            )
+                        )
+                else:
+                    call_id = str(taken.call.get("id", ""))
+                    result = _errors.confirmation_expired(call_id, taken.tool_name, reason="expired")
                     self._resolved(taken, context, "expired")
         result.duration = _perf() - start
         if self._audit_enabled():
@@ -590,8 +616,6 @@ class ToolExecutor:
 
     def _resolved(self, pending: PendingConfirmation, context: ToolContext[Any], decision: Any) -> None:
         if self.events.active:
-            from toolrun.runtime._events import ConfirmationResolved
-
             self.events.emit(
                 ConfirmationResolved(
                     call_id=str(pending.call.get("id", "")),

@@ -68,35 +68,70 @@ class _TimedOut(Exception):
         self.by_deadline = by_deadline
 
 
+class _Abandoned(Exception):
+    """The tool swallowed its cancellation and did not stop within the grace period: it was closed."""
+
+
 class _Resume:
-    """Awaits the rest of a coroutine whose first step already ran (what `yield from` would do)."""
+    """Awaits the rest of a coroutine whose first step already ran (what `yield from` would do).
 
-    __slots__ = ("_coro", "_first")
+    One addition: a coroutine that swallows the `CancelledError` thrown into it (a timeout, or the
+    caller's cancellation) and keeps waiting gets `grace` seconds; then it is closed (`GeneratorExit` at
+    its suspension point, so its `finally` blocks run) and `_Abandoned` is raised, so that even such a
+    tool cannot hold the call forever. Nothing of this runs unless a cancellation is thrown in.
+    """
 
-    def __init__(self, coro: types.CoroutineType[Any, Any, Any], first: Any) -> None:
+    __slots__ = ("_abandon", "_coro", "_first", "_grace")
+
+    def __init__(self, coro: types.CoroutineType[Any, Any, Any], first: Any, grace: float) -> None:
         self._coro = coro
         self._first = first
+        self._grace = grace
+        self._abandon = False
 
     def __await__(self) -> Generator[Any, Any, Any]:
         coro = self._coro
         value = self._first
         self._first = None
-        while True:
-            try:
-                sent = yield value
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:
+        handle: asyncio.TimerHandle | None = None
+        try:
+            while True:
                 try:
-                    value = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    value = coro.send(sent)
-                except StopIteration as stop:
-                    return stop.value
+                    sent = yield value
+                except GeneratorExit:
+                    coro.close()
+                    raise
+                except BaseException as exc:
+                    if self._abandon and isinstance(exc, asyncio.CancelledError):
+                        task = _current_task()
+                        if task is not None:
+                            task.uncancel()  # our own cancel, not the caller's
+                        try:
+                            coro.close()
+                        except BaseException:  # it ignored GeneratorExit as well: it is dropped anyway
+                            pass
+                        raise _Abandoned from None
+                    try:
+                        value = coro.throw(exc)
+                    except StopIteration as stop:
+                        return stop.value
+                    if handle is None and isinstance(exc, asyncio.CancelledError):  # swallowed
+                        handle = asyncio.get_running_loop().call_later(
+                            self._grace, self._give_up, _current_task()
+                        )
+                else:
+                    try:
+                        value = coro.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+        finally:
+            if handle is not None:
+                handle.cancel()
+
+    def _give_up(self, task: asyncio.Task[Any] | None) -> None:
+        self._abandon = True
+        if task is not None:
+            task.cancel()
 
 
 def _outer_cancelled() -> bool:
@@ -160,6 +195,19 @@ class RunStage:
             except ToolError as err:
                 result = ToolResult.fail(_clean_error(err), call_id=inv.call.id, tool_name=self.tool.name)
                 retry = err.retryable
+            except _Abandoned:
+                if _outer_cancelled():
+                    _restore(state, snapshot)
+                    raise asyncio.CancelledError from None
+                result = _errors.timeout(
+                    inv.call.id,
+                    self.tool.name,
+                    self._timeout or 0.0,
+                    idempotent=False,  # it did not stop when asked: nobody knows what it did
+                    by_deadline=False,
+                )
+                result.error.details["abandoned"] = True  # type: ignore[union-attr]
+                retry = False
             except _TimedOut as exc:
                 result = _errors.timeout(
                     inv.call.id,
@@ -226,7 +274,7 @@ class RunStage:
                 first = awaitable.send(None)
             except StopIteration as stop:  # finished without suspending: no timer was needed
                 return stop.value
-            pending: Any = _Resume(awaitable, first)
+            pending: Any = _Resume(awaitable, first, self._executor.cancel_grace)
         elif inspect.isawaitable(awaitable):
             pending = awaitable
         else:

@@ -88,6 +88,7 @@ class ConfirmationStage:
         approval = inv.approval
         if approval is not None:  # consumed and checked by ToolExecutor.approve: bind it to what runs now
             if self._matches(approval, inv):
+                self._resolved(inv, approval.id, "approved")
                 return await call_next(inv)
             self._resolved(inv, approval.id, "mismatch")
             return self._mismatch(inv)
