@@ -115,10 +115,10 @@ class Reader:
             self.fail(path, f"expected a JSON object or an SDK response object, got {type(value).__name__}")
         return dict(value)
 
-    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+    def mapping(self, value: Any, path: str, *, expected: str = "an object") -> Mapping[str, Any]:
         value = self.data(value, path)
         if not isinstance(value, Mapping):
-            self.fail(path, f"expected an object, got {_kind(value)}")
+            self.fail(path, f"expected {expected}, got {_kind(value)}")
         return value
 
     def list(self, value: Any, path: str) -> list[Any]:

@@ -58,7 +58,7 @@ def words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-MAX_DEPTH: Final = 40
+MAX_DEPTH: Final = 64
 """Schema nesting (properties, items, union branches, inlined `$ref`s) an export walks before giving up."""
 MAX_NODES: Final = 20_000
 """Schema nodes one export may produce; stops `$ref` fan-outs that would expand exponentially."""
@@ -114,6 +114,10 @@ def show(value: Any) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
 
 
+def _count(value: Any, noun: str) -> str:
+    return f"{show(value)} {noun}" + ("" if value == 1 else "s")
+
+
 _NOTES: Final[dict[str, Callable[[Any], str]]] = {
     "default": lambda v: f"Default: {show(v)}.",
     "minimum": lambda v: f"Minimum: {show(v)}.",
@@ -121,12 +125,12 @@ _NOTES: Final[dict[str, Callable[[Any], str]]] = {
     "exclusiveMinimum": lambda v: f"Greater than {show(v)}.",
     "exclusiveMaximum": lambda v: f"Less than {show(v)}.",
     "multipleOf": lambda v: f"A multiple of {show(v)}.",
-    "minLength": lambda v: f"At least {show(v)} characters.",
-    "maxLength": lambda v: f"At most {show(v)} characters.",
-    "minItems": lambda v: f"At least {show(v)} items.",
-    "maxItems": lambda v: f"At most {show(v)} items.",
-    "minProperties": lambda v: f"At least {show(v)} keys.",
-    "maxProperties": lambda v: f"At most {show(v)} keys.",
+    "minLength": lambda v: f"At least {_count(v, 'character')}.",
+    "maxLength": lambda v: f"At most {_count(v, 'character')}.",
+    "minItems": lambda v: f"At least {_count(v, 'item')}.",
+    "maxItems": lambda v: f"At most {_count(v, 'item')}.",
+    "minProperties": lambda v: f"At least {_count(v, 'key')}.",
+    "maxProperties": lambda v: f"At most {_count(v, 'key')}.",
     "uniqueItems": lambda v: "Items must be unique." if v is True else f"uniqueItems: {show(v)}.",
     "pattern": lambda v: f"Must match the regular expression {v if isinstance(v, str) else show(v)}.",
     "format": lambda v: f"Format: {v if isinstance(v, str) else show(v)}.",

@@ -443,7 +443,7 @@ class AnthropicFormat(BaseFormat):
         if isinstance(data, list):
             base, blocks = "", data
         else:
-            holder = reader.mapping(data, "")
+            holder = reader.mapping(data, "", expected="a Messages API message or a list of content blocks")
             base, blocks = "content", reader.list(reader.field(holder, "content", ""), "content")
         calls = []
         for i, raw in enumerate(blocks):

@@ -351,7 +351,7 @@ class GeminiFormat(BaseFormat):
         if isinstance(data, list):
             base, parts = "", data
         else:
-            holder = reader.mapping(data, "")
+            holder = reader.mapping(data, "", expected="a Gemini response, a Content or a list of parts")
             if "candidates" in holder:
                 candidates = reader.list(holder["candidates"], "candidates")
                 if not candidates:

@@ -107,7 +107,7 @@ class MCPFormat(BaseFormat):
             ToolCallParseError: not a `tools/call` request or params object.
         """
         reader = Reader(self.name)
-        message = reader.mapping(reader.data(response), "")
+        message = reader.mapping(response, "", expected="a tools/call request or its params")
         request_id: Any = None
         if "method" in message or "jsonrpc" in message:
             method = message.get("method")

@@ -196,8 +196,8 @@ class OpenAIStrictSchema(SchemaTransformer):
 
     def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
         props = node["properties"] = mapping_value(node, "properties")
-        extra = node.get("additionalProperties")
-        if extra is not None and extra is not False:
+        extra = node.get("additionalProperties", True)  # JSON Schema objects are open unless closed
+        if extra is not False:
             what = "its keys" if not props else "keys beyond its properties"
             self.changes.append(
                 f"{at.path or '/'}: object closed (strict mode cannot describe {what}: "
@@ -430,7 +430,7 @@ class OpenAIResponsesFormat(BaseFormat):
         if isinstance(data, list):
             base, items = "", data
         else:
-            holder = reader.mapping(data, "")
+            holder = reader.mapping(data, "", expected="a Responses API response or a list of output items")
             base, items = "output", reader.list(reader.field(holder, "output", ""), "output")
         calls = []
         for i, raw in enumerate(items):
