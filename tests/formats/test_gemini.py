@@ -114,9 +114,7 @@ def test_refs_are_inlined_and_recursion_cut() -> None:
     tree = definition["parameters"]  # the one model parameter is flattened into the arguments
     assert tree["properties"]["leaf"]["properties"]["name"] == {"type": "STRING"}
     level2 = tree["properties"]["children"]["items"]["properties"]["children"]["items"]
-    deeper = level2["properties"]["children"]["items"]
-    assert deeper["type"] == "STRING"
-    assert "not described" in deeper["description"]
+    assert level2["properties"].keys() == {"leaf"}  # `children` is optional: left out at the cut
     assert "$ref" not in str(definition) and "$defs" not in str(definition)
 
 

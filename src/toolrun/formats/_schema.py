@@ -409,6 +409,7 @@ class SchemaTransformer:
         self.changes: list[str] = []
         self._nodes = 0
         self._inlining: list[str] = []
+        self._cuts: list[dict[str, Any]] = []  # kept alive so that their ids stay unique
 
     def transform(self) -> dict[str, Any]:
         """The exported schema (a new object; the input is never modified)."""
@@ -478,7 +479,9 @@ class SchemaTransformer:
             self.changes.append(
                 f"{at.path or '/'}: recursive $ref {ref!r} cut after {self.max_unroll} levels"
             )
-            return self.recursion_cut(node, at)
+            cut = self.recursion_cut(node, at)
+            self._cuts.append(cut)
+            return cut
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         if isinstance(target, bool):
             base: dict[str, Any] = {} if target else {"not": {}}
@@ -521,6 +524,26 @@ class SchemaTransformer:
         return schema
 
     # -- helpers for subclasses -------------------------------------------------------------------------
+
+    def is_cut(self, schema: Any) -> bool:
+        """Whether `schema` is (or offers only through a union or its items) a cut recursive `$ref`."""
+        if not isinstance(schema, dict):
+            return False
+        ids = {id(cut) for cut in self._cuts}
+        if id(schema) in ids or id(schema.get("items")) in ids:
+            return True
+        branches = schema.get("anyOf")
+        return isinstance(branches, list) and any(id(b) in ids for b in branches)
+
+    def drop_cut_properties(self, node: dict[str, Any], at: At) -> None:
+        """Leave out optional properties that only lead into a cut recursion (a model may omit them)."""
+        props = node.get("properties")
+        if not isinstance(props, dict):
+            return
+        required = list_value(node, "required")
+        for name in [n for n, sub in props.items() if n not in required and self.is_cut(sub)]:
+            del props[name]
+            self.changes.append(f"{at.path or '/'}/properties/{name}: optional recursion left out at the cut")
 
     def move(self, node: dict[str, Any], key: str, notes: list[str], at: At, *, why: str = "") -> None:
         """Take `key` out of `node` and keep its meaning as a description sentence."""

@@ -24,7 +24,8 @@ Strict mode (strict tool use) rewrites the schema with `AnthropicStrictSchema`:
 - numeric bounds, `minLength`/`maxLength`, `maxItems`, `minItems` above 1, `uniqueItems`, unknown `format`s
   and regexes with lookaround or backreferences are moved into the description;
 - `oneOf` becomes `anyOf`, `allOf` is folded into one schema; `$defs` are kept, but recursive definitions
-  are inlined twice and then cut (strict tool use rejects recursion);
+  are inlined twice and then cut (strict tool use rejects recursion): an optional property that would
+  recurse further is left out, a required one becomes a string (the loss is stated in its description);
 - *any value* becomes a string (a union would spend the small union budget): the model sends text for it;
 - a free-form object becomes a closed object without properties (only `{}` can be sent);
 - budgets per definition: at most 24 optional properties (beyond that the deepest become required) and at
@@ -181,6 +182,7 @@ class AnthropicStrictSchema(AnthropicSchema):
         return _described({"type": "string", **node}, notes)
 
     def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
+        self.drop_cut_properties(node, at)
         props = node["properties"] = mapping_value(node, "properties")
         extra = node.get("additionalProperties")
         if extra is not None and extra is not False:

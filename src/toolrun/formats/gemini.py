@@ -22,7 +22,8 @@ required, items`; GEM-P-FIELDS):
 - types are upper case (`STRING`, `OBJECT`, ...), the spelling of Gemini's reference and SDK enum;
 - `null` unions become `"nullable": true`; any other union (`anyOf`, `oneOf`, a `type` list) keeps its first
   non-null alternative and names the others in the description ("Also accepts: integer.");
-- `$ref`s are inlined (Gemini's old Schema has none); recursion is expanded twice, then cut;
+- `$ref`s are inlined (Gemini's old Schema has none); recursion is expanded twice, then cut: an optional
+  property that would recurse further is left out, a required one becomes STRING (the loss is stated);
 - enums must be strings: a non-string enum (or `const`) is stated in the description instead
   ("Allowed values: 1, 2, 3."), as BFCL does;
 - every other keyword (`default`, `minimum`, `pattern`, `minLength`, `title`-less metadata aside) is moved
@@ -176,7 +177,7 @@ class GeminiSchema(SchemaTransformer):
             return node
         first = rest[0] if isinstance(rest[0], Mapping) else {}
         if len(rest) > 1:
-            others = ", ".join(label(self.resolve(b)) for b in rest[1:])
+            others = ", ".join(label(b) for b in rest[1:])
             node["description"] = with_notes(node.get("description"), [f"Also accepts: {others}."])
             self.changes.append(f"{at.path or '/'}: {key} → its first alternative (Gemini has no unions)")
         merged = {**first, **node}
@@ -252,6 +253,7 @@ class GeminiSchema(SchemaTransformer):
             del node["enum"]
 
     def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
+        self.drop_cut_properties(node, at)
         props = node.get("properties")
         extra = node.pop("additionalProperties", None)
         if extra is not None:
