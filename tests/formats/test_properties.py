@@ -190,7 +190,9 @@ def test_generated_tools_export_to_every_format_without_checker_errors(parameter
                 assert name.startswith("openai") and strict and "OAI-L-DEPTH" in str(exc)
                 assert _levels(tool.parameters) > 8
                 continue
-            problems = [v for v in check(definition, name, strict=strict) if v.severity == "error"]
+            # Not even a warning: the documented ones (parameter names Gemini dislikes, MCP names with ':',
+            # more than 500 enum values) cannot occur in these generated schemas.
+            problems = check(definition, name, strict=strict)
             assert problems == [], (name, strict, json.dumps(definition)[:2000])
 
 

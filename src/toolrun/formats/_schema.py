@@ -40,6 +40,7 @@ __all__ = [
     "MAX_NODES",
     "MAX_UNROLL",
     "At",
+    "PlainSchema",
     "SchemaTransformer",
     "admits_null",
     "descriptive",
@@ -614,3 +615,35 @@ class SchemaTransformer:
             merged["allOf"] = leftover
         self.changes.append(f"{at.path or '/'}: allOf folded into one schema")
         return merged
+
+
+class PlainSchema(SchemaTransformer):
+    """A faithful copy whose root is a plain object schema.
+
+    Providers reject (Anthropic, ANT-SCHEMA-2) or advise against (OpenAI, OAI-PARAMS-1) `anyOf`, `oneOf` and
+    `allOf` at the top level of a tool's parameters: a top-level `allOf` is folded into the root, and
+    `anyOf`/`oneOf` alternatives are stated in the root's description (the tool's validator still enforces
+    them). Everything below the root is copied as it is.
+    """
+
+    def prepare(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        if at.is_root and isinstance(node.get("allOf"), list):
+            node = self.merge_all_of(node, at)
+        return node
+
+    def rewrite(self, node: dict[str, Any], at: At) -> dict[str, Any]:
+        if not at.is_root:
+            return node
+        notes: list[str] = []
+        for key in ("anyOf", "oneOf", "allOf"):
+            if key in node:
+                branches = node.pop(key)
+                joined = (
+                    "; ".join(label(b) for b in branches) if isinstance(branches, list) else label(branches)
+                )
+                word = "all" if key == "allOf" else "one"
+                notes.append(f"Must match {word} of: {joined}.")
+                self.changes.append(f"/: top-level '{key}' moved into the description")
+        if notes:
+            node["description"] = with_notes(node.get("description"), notes)
+        return node

@@ -45,7 +45,7 @@ from toolrun.formats._schema import (
     DEFINITIONS,
     METADATA,
     At,
-    SchemaTransformer,
+    PlainSchema,
     iter_nodes,
     label,
     mapping_value,
@@ -67,30 +67,8 @@ _DEF_REF = re.compile(r"#/(\$defs|definitions)/([^/]+)")
 _COMPLEX_REGEX = re.compile(r"\(\?[=!<]|\(\?P=|\\[1-9bB]|\\k<")
 
 
-class AnthropicSchema(SchemaTransformer):
+class AnthropicSchema(PlainSchema):
     """Plain `input_schema`: unchanged, except no `anyOf`/`oneOf`/`allOf` at the top level (ANT-SCHEMA-2)."""
-
-    def prepare(self, node: dict[str, Any], at: At) -> dict[str, Any]:
-        if at.is_root and isinstance(node.get("allOf"), list):
-            node = self.merge_all_of(node, at)
-        return node
-
-    def rewrite(self, node: dict[str, Any], at: At) -> dict[str, Any]:
-        if not at.is_root:
-            return node
-        notes: list[str] = []
-        for key in ("anyOf", "oneOf", "allOf"):
-            if key in node:
-                branches = node.pop(key)
-                joined = (
-                    "; ".join(label(b) for b in branches) if isinstance(branches, list) else label(branches)
-                )
-                word = "all" if key == "allOf" else "one"
-                notes.append(f"Must match {word} of: {joined}.")
-                self.changes.append(f"/: top-level '{key}' moved into the description (ANT-SCHEMA-2)")
-        if notes:
-            node["description"] = with_notes(node.get("description"), notes)
-        return node
 
 
 class AnthropicStrictSchema(AnthropicSchema):

@@ -24,6 +24,9 @@ result:   {"type": "function_call_output", "call_id": "call_1", "output": "..."}
 `strict` is always written out: Chat Completions defaults it to false, the Responses API to true
 (OAI-STRICT-DEFAULT), so leaving it out would mean different things on the two APIs.
 
+Plain export keeps the parameters schema as it is, except that `anyOf`/`oneOf`/`allOf` at its top level
+(which OpenAI advises against, OAI-PARAMS-1) are folded into the root or stated in its description.
+
 Strict mode (`strict=True`, Structured Outputs) rewrites the parameters schema with `OpenAIStrictSchema`:
 
 - every object is closed (`"additionalProperties": false`) and lists every property in `required`;
@@ -58,6 +61,7 @@ from toolrun.formats._base import BaseFormat, Reader, original_name
 from toolrun.formats._schema import (
     METADATA,
     At,
+    PlainSchema,
     SchemaTransformer,
     admits_null,
     descriptive,
@@ -338,6 +342,7 @@ class OpenAIChatFormat(BaseFormat):
     """OpenAI Chat Completions: `tools`, `message.tool_calls`, `role: "tool"` messages."""
 
     name = "openai"
+    plain = PlainSchema
     strict_transformer = OpenAIStrictSchema
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
@@ -403,6 +408,7 @@ class OpenAIResponsesFormat(BaseFormat):
     """OpenAI Responses API: flat function tools, `function_call` and `function_call_output` items."""
 
     name = "openai-responses"
+    plain = PlainSchema
     strict_transformer = OpenAIStrictSchema
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
