@@ -22,8 +22,19 @@ problems = check(tools[0], "openai", strict=True)          # list[Violation]; em
 
 `strict=True` selects the provider's strict mode (OpenAI Structured Outputs, Anthropic strict tool use);
 Gemini and MCP have none and give their plain definition. Every definition these formats produce passes
-`check` for its provider with no error; each module's docstring lists what its export changes and the
-warnings that remain.
+`check` for its provider with no error. Each module's docstring lists what its export changes; the only
+checker *warnings* an export can still draw are:
+
+- `GEM-PNAME-1`: a parameter name Gemini dislikes (e.g. `first-name`); parameters are never renamed, since
+  the tool's validator knows them by their names;
+- `MCP-NAME-1`: a tool name with `:` (allowed by toolrun, a SHOULD-not in the MCP spec);
+- `OAI-L-ENUM`: 501 to 1,000 enum values in one strict schema (an older, undocumented OpenAI limit);
+- `SCHEMA-REF-UNRESOLVED`: a plain export of a schema whose `$ref` points nowhere (copied as it is; the
+  strict and Gemini exports replace it).
+
+A schema that cannot be expressed at all (OpenAI strict-mode size limits, nesting beyond 64 levels, a `$ref`
+fan-out beyond 20,000 nodes) raises `toolrun.exceptions.SchemaError` instead of producing a definition the
+provider would reject.
 """
 
 from __future__ import annotations

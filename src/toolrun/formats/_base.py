@@ -57,6 +57,10 @@ class WireFormat(Protocol):
             tool: The tool to export.
             strict: Use the API's strict mode, where it has one.
             name: The name to show the provider (a registry passes its provider-safe alias).
+
+        Raises:
+            SchemaError: The tool cannot be expressed for this API: a name it rejects, or a schema beyond a
+                hard limit (OpenAI strict-mode sizes, nesting, `$ref` expansion).
         """
         ...
 
