@@ -30,14 +30,19 @@ __all__ = [
     "InMemoryAuditSink",
     "canonical_json",
     "emit_log_record",
+    "log_audit_record",
 ]
 
 AuditAction = Literal["execute", "approve", "deny"]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(slots=True)
 class AuditRecord:
-    """What the audit trail keeps about one call. Content-free by construction."""
+    """What the audit trail keeps about one call. Content-free by construction.
+
+    Positional construction is allowed (the executor builds one per call on its hot path, and positional
+    arguments cost a third of keywords); use keywords in your own code.
+    """
 
     action: AuditAction
     """`execute` (a call), `approve` (an approved call ran), `deny` (a pending call was refused)."""
@@ -67,28 +72,22 @@ class AuditRecord:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def __str__(self) -> str:
-        parts = [
-            f"audit action={self.action}",
-            f"tool={self.tool or '-'}",
-            f"call_id={self.call_id}",
-            f"outcome={self.outcome}",
-            f"code={self.code or '-'}",
-            f"duration_ms={self.duration_ms:.3f}",
-            f"attempts={self.attempts}",
-            f"principal={self.principal or '-'}",
-            f"args={self.arguments_hash or '-'}",
-        ]
+        line = (
+            f"audit action={self.action} tool={self.tool or '-'} call_id={self.call_id} "
+            f"outcome={self.outcome} code={self.code or '-'} duration_ms={self.duration_ms:.3f} "
+            f"attempts={self.attempts} principal={self.principal or '-'} args={self.arguments_hash or '-'}"
+        )
         if self.trace_id:
-            parts.append(f"trace_id={self.trace_id}")
+            line += f" trace_id={self.trace_id}"
         if self.conversation_id:
-            parts.append(f"conversation_id={self.conversation_id}")
+            line += f" conversation_id={self.conversation_id}"
         if self.cached:
-            parts.append("cached=true")
+            line += " cached=true"
         if self.error_id:
-            parts.append(f"error_id={self.error_id}")
+            line += f" error_id={self.error_id}"
         if self.confirmation_id:
-            parts.append(f"confirmation_id={self.confirmation_id}")
-        return " ".join(parts)
+            line += f" confirmation_id={self.confirmation_id}"
+        return line
 
 
 @runtime_checkable
@@ -133,16 +132,21 @@ def canonical_json(value: Any) -> bytes:
     A value that cannot be expressed as JSON falls back to a rendering that is stable within a process.
     """
     if type(value) is dict:
-        flat = True
-        for item in value.values():
-            if type(item) not in _FLAT:
-                flat = False
+        # Fast path for the common case, a flat object of strings and numbers (no floats: the two
+        # encoders spell some floats differently): its keys only need to be in order.
+        ordered = True
+        previous = ""
+        for key, item in value.items():
+            if type(item) not in _FLAT or type(key) is not str:
                 break
-        if flat:
+            if key < previous:
+                ordered = False
+            previous = key
+        else:
             try:
-                return pydantic_core.to_json(dict(sorted(value.items())))
-            except (TypeError, ValueError):
-                pass  # non-str keys, lone surrogates: the general path below copes
+                return pydantic_core.to_json(value if ordered else dict(sorted(value.items())))
+            except ValueError:
+                pass  # lone surrogates: the general path below copes
     try:
         return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
     except (TypeError, ValueError, RecursionError):
@@ -186,12 +190,13 @@ class ArgumentHasher:
 # Log records, quickly
 
 _LogRecord = logging.LogRecord
-_templates: dict[tuple[int, int, str, int], dict[str, Any]] = {}
+_templates: dict[tuple[int, str, int], dict[str, Any]] = {}
 _templates_lock = threading.Lock()
+os.register_at_fork(after_in_child=_templates.clear)  # the process id is part of every template
 
 
 def _template(logger_name: str, level: int) -> dict[str, Any]:
-    key = (threading.get_ident(), os.getpid(), logger_name, level)
+    key = (threading.get_ident(), logger_name, level)
     template = _templates.get(key)
     if template is None:
         rec = _LogRecord(logger_name, level, "(toolrun)", 0, "", None, None, func="audit")
@@ -201,6 +206,11 @@ def _template(logger_name: str, level: int) -> dict[str, Any]:
                 _templates.clear()
             _templates[key] = template
     return template
+
+
+def log_audit_record(logger: logging.Logger, record: AuditRecord) -> None:
+    """Log `record` at INFO on `logger`, as its message and as the `audit` attribute of the log record."""
+    emit_log_record(logger, logging.INFO, record, audit=record)
 
 
 def emit_log_record(logger: logging.Logger, level: int, message: Any, **extra: Any) -> None:

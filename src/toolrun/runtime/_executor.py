@@ -31,7 +31,7 @@ from toolrun.exceptions import ArgumentsError
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
-from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, emit_log_record
+from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, log_audit_record
 from toolrun.runtime._chain import ChainStep, run_chain
 from toolrun.runtime._events import (
     ConfirmationResolved,
@@ -413,66 +413,71 @@ class ToolExecutor:
         approval: PendingConfirmation | None,
         action: Any,
     ) -> ToolResult:
+        # One function on purpose: every await and call here is paid on every tool call.
         start = _perf()
         plan = self._plan(call.name)
-        tool_name = plan.tool.name if plan is not None else None
         bus = self.events
         emitting = bus.active
-        auditing = self._audit_enabled()
+        logger = self._audit_logger
+        auditing = bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
         tracer = self._tracing.tracer()
-        if not (emitting or auditing or tracer is not None):
-            result, _ = await self._pipeline(plan, call, ctx, approval_id, approval)
-            result.duration = _perf() - start
-            return result
-
-        if emitting:
-            bus.emit(
-                ToolStarted(call_id=call.id, tool_name=tool_name, trace_id=ctx.trace_id, user_id=ctx.user_id)
-            )
+        observing = emitting or auditing or tracer is not None
+        tool_name = plan.tool.name if plan is not None else None
         span = token = None
-        if tracer is not None:
-            span, token = self._tracing.start(tracer, tool_name, call.id)
+        if observing:
+            if emitting:
+                bus.emit(ToolStarted(call.id, tool_name, ctx.trace_id, ctx.user_id))
+            if tracer is not None:
+                span, token = self._tracing.start(tracer, tool_name, call.id)
         inv: Invocation | None = None
         try:
-            result, inv = await self._pipeline(plan, call, ctx, approval_id, approval)
+            front = self._front(plan, call, ctx, approval_id, approval)
+            if type(front) is Invocation and plan is not None:
+                inv = front
+                try:
+                    result = await plan.entry(front)
+                except asyncio.CancelledError as exc:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling() > 0:
+                        raise
+                    result = self.internal_error(front, exc, "was cancelled", cancelled=True)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # a middleware that raised
+                    result = self.internal_error(front, exc, "failed in a middleware")
+            elif type(front) is ToolResult:
+                result = front
+            else:  # pragma: no cover - _front returns one of the two
+                raise TypeError(type(front))
         except BaseException:  # the caller was cancelled (or the process is being interrupted)
-            duration = _perf() - start
-            if emitting:
-                bus.emit(
-                    ToolFinished(
-                        call_id=call.id,
-                        tool_name=tool_name,
-                        trace_id=ctx.trace_id,
-                        user_id=ctx.user_id,
-                        outcome="cancelled",
-                        duration=duration,
-                    )
+            if observing:
+                self._cancelled(
+                    action, call, ctx, inv, tool_name, _perf() - start, emitting, auditing, span, token
                 )
-            if span is not None:
-                self._tracing.finish(
-                    span, token, outcome="cancelled", code="CANCELLED", attempts=0, cached=False
-                )
-            if auditing:
-                cancelled = ToolResult(call_id=call.id, tool_name=tool_name or "", duration=duration)
-                self._audit(action, cancelled, tool_name, ctx, self._hash_of(inv, call), outcome="cancelled")
             raise
         duration = result.duration = _perf() - start
+        if not observing:
+            return result
         error = result.error
-        code = error.code if error is not None else None
+        if error is None:
+            code = error_id = None
+        else:
+            code = error.code
+            error_id = error.details.get("error_id")
         if emitting:
             bus.emit(
-                ToolFinished(
-                    call_id=call.id,
-                    tool_name=tool_name,
-                    trace_id=ctx.trace_id,
-                    user_id=ctx.user_id,
-                    outcome=result.status,
-                    code=code,
-                    duration=duration,
-                    attempts=result.attempts,
-                    cached=result.cached,
-                    error_id=error.details.get("error_id") if error is not None else None,
-                    exception=inv.exception if inv is not None else None,
+                ToolFinished(  # positional: see ToolEvent
+                    call.id,
+                    tool_name,
+                    ctx.trace_id,
+                    ctx.user_id,
+                    result.status,
+                    code,
+                    duration,
+                    result.attempts,
+                    result.cached,
+                    error_id,
+                    inv.exception if inv is not None else None,
                 )
             )
         if span is not None:
@@ -480,45 +485,63 @@ class ToolExecutor:
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
             )
         if auditing:
-            self._audit(
-                action,
-                result,
-                tool_name,
-                ctx,
-                self._hash_of(inv, call),
-                confirmation_id=approval.id if approval is not None else result.confirmation_id,
-            )
+            confirmation_id = approval.id if approval is not None else result.confirmation_id
+            self._audit(action, result, tool_name, ctx, self._hash_of(inv, call), confirmation_id)
         return result
 
-    async def _pipeline(
+    def _cancelled(
+        self,
+        action: Any,
+        call: ToolCall,
+        ctx: ToolContext[Any],
+        inv: Invocation | None,
+        tool_name: str | None,
+        duration: float,
+        emitting: bool,
+        auditing: bool,
+        span: Any,
+        token: Any,
+    ) -> None:
+        if emitting:
+            self.events.emit(
+                ToolFinished(call.id, tool_name, ctx.trace_id, ctx.user_id, "cancelled", None, duration)
+            )
+        if span is not None:
+            self._tracing.finish(span, token, outcome="cancelled", code="CANCELLED", attempts=0, cached=False)
+        if auditing:
+            cancelled = ToolResult(call_id=call.id, tool_name=tool_name or "", duration=duration)
+            self._audit(action, cancelled, tool_name, ctx, self._hash_of(inv, call), None, "cancelled")
+
+    def _front(
         self,
         plan: _Plan | None,
         call: ToolCall,
         ctx: ToolContext[Any],
         approval_id: str | None,
         approval: PendingConfirmation | None,
-    ) -> tuple[ToolResult, Invocation | None]:
+    ) -> ToolResult | Invocation:
+        """Lookup, access and validation: an error result, or the invocation to run through the chain."""
         if plan is None:
             name = call.name
             suggestions = self.registry.suggest(name) if isinstance(name, str) and len(name) <= 256 else []
-            return _errors.not_found(call.id, name, suggestions), None
+            return _errors.not_found(call.id, name, suggestions)
         tool = plan.tool
         if plan.roles is not None and plan.roles.isdisjoint(ctx.roles):
-            return _errors.permission_denied(call.id, tool.name), None
+            return _errors.permission_denied(call.id, tool.name)
         allowed = ctx.allowed_tools
         if allowed is not None and tool.name not in allowed:
-            return _errors.permission_denied(call.id, tool.name), None
+            return _errors.permission_denied(call.id, tool.name)
         if approval is not None and approval.tool_name != tool.name:
             return _errors.confirmation_denied(
                 call.id,
                 tool.name,
                 "The approved action no longer matches a registered tool; it did not run.",
                 reason="mismatch",
-            ), None
+            )
         try:
             arguments = tool.validate(call.arguments)
         except ArgumentsError as exc:
-            return _errors.invalid_arguments(call.id, tool.name, exc), None
+            return _errors.invalid_arguments(call.id, tool.name, exc)
         except Exception as exc:  # a validator bug must not escape either
             error_id = _errors.new_error_id()
             log_exception(
@@ -537,19 +560,8 @@ class ToolExecutor:
                 f"The arguments could not be checked (error id {error_id}).",
                 recover_action="Call the tool again with simple, well-formed JSON arguments.",
                 details={"problems": [], "error_id": error_id},
-            ), None
-        inv = Invocation(self, tool, call, ctx, arguments, approval_id, approval)
-        try:
-            return await plan.entry(inv), inv
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling() > 0:
-                raise
-            return self.internal_error(inv, exc, "was cancelled", cancelled=True), inv
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # a middleware that raised
-            return self.internal_error(inv, exc, "failed in a middleware"), inv
+            )
+        return Invocation(self, tool, call, ctx, arguments, approval_id, approval)
 
     # --------------------------------------------------------------------------------------------------
     # Confirmations
@@ -646,27 +658,26 @@ class ToolExecutor:
         tool_name: str | None,
         ctx: ToolContext[Any],
         arguments_hash: str | None,
-        *,
-        outcome: str | None = None,
         confirmation_id: str | None = None,
+        outcome: str | None = None,
     ) -> None:
         error = result.error
-        record = AuditRecord(
-            action=action,
-            tool=tool_name,
-            call_id=result.call_id,
-            trace_id=ctx.trace_id,
-            conversation_id=ctx.conversation_id,
-            principal=ctx.user_id,
-            arguments_hash=arguments_hash,
-            outcome=outcome or result.status,
-            code=error.code if error is not None else None,
-            duration_ms=result.duration * 1000.0,
-            attempts=result.attempts,
-            cached=result.cached,
-            error_id=error.details.get("error_id") if error is not None else None,
-            confirmation_id=confirmation_id,
-            timestamp=time.time(),
+        record = AuditRecord(  # positional: see AuditRecord
+            action,
+            tool_name,
+            result.call_id,
+            ctx.trace_id,
+            ctx.conversation_id,
+            ctx.user_id,
+            arguments_hash,
+            outcome or result.status,
+            error.code if error is not None else None,
+            result.duration * 1000.0,
+            result.attempts,
+            result.cached,
+            error.details.get("error_id") if error is not None else None,
+            confirmation_id,
+            time.time(),
         )
         for sink in self._sinks:
             try:
@@ -675,4 +686,4 @@ class ToolExecutor:
                 log_exception(_logger, "Audit sink %r failed", exc, sink)
         logger = self._audit_logger
         if logger is not None and logger.isEnabledFor(_INFO):
-            emit_log_record(logger, _INFO, record, audit=record)
+            log_audit_record(logger, record)

@@ -34,12 +34,21 @@ class Tracing:
             self._noop = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
         self._tracer: Any = None
         self._tracer_of: Any = None
+        # `get_tracer_provider()` reads os.environ on every call while no provider is set (~1 µs); the API
+        # module's global tells the same for free. If a future API drops that global, ask every time.
+        self._peek = trace is not None and hasattr(trace, "_TRACER_PROVIDER")
+        if self._peek:
+            import os
+
+            self._peek = "OTEL_PYTHON_TRACER_PROVIDER" not in os.environ
 
     def tracer(self) -> Any:
         """The tracer to use now, or None when spans would go nowhere."""
-        if self._trace is None:
-            return None
-        provider = self._provider if self._provider is not None else self._trace.get_tracer_provider()
+        provider = self._provider
+        if provider is None:
+            if self._trace is None or (self._peek and self._trace._TRACER_PROVIDER is None):
+                return None
+            provider = self._trace.get_tracer_provider()
         if isinstance(provider, self._noop):
             return None
         if provider is not self._tracer_of:

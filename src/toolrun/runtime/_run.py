@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import _errors
-from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, truncate
+from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, ok_result, truncate
 from toolrun.runtime._events import ToolRetrying
 from toolrun.runtime._invocation import Invocation
+from toolrun.runtime._watchdog import watchdog
 from toolrun.tools import Tool
 
 if TYPE_CHECKING:
@@ -134,6 +135,29 @@ class _Resume:
             task.cancel()
 
 
+async def _boxed(pending: Any, seconds: float, limit: float, by_deadline: bool) -> Any:
+    """`await pending` under a time box of `seconds` (like `asyncio.timeout`; see `_watchdog`)."""
+    task = _current_task()
+    if task is None:  # pragma: no cover - a coroutine under a running loop always has a task
+        async with asyncio.timeout(seconds):
+            return await pending
+    box = watchdog(asyncio.get_running_loop()).box(seconds, task)
+    try:
+        value = await pending
+    except BaseException as exc:
+        if box.close(exc):
+            raise _TimedOut(limit, by_deadline) from None
+        raise
+    box.close(None)
+    return value
+
+
+async def _and_then(future: Any) -> Any:
+    """The thread's result, awaited too when the sync handler returned an awaitable."""
+    value = await future
+    return await value if inspect.isawaitable(value) else value
+
+
 def _outer_cancelled() -> bool:
     task = _current_task()
     return task is not None and task.cancelling() > 0
@@ -191,7 +215,26 @@ class RunStage:
             attempt += 1
             inv.attempts = attempt
             try:
-                value = await self._attempt(inv, deadline)
+                if self._is_async:
+                    # The coroutine's first step runs right here; most quick tools finish in it, and
+                    # then no timer, task or extra frame is needed (see the module docstring).
+                    started = _monotonic()
+                    awaitable = self.tool.invoke(inv.arguments, ctx)
+                    if type(awaitable) is _Coroutine:
+                        try:
+                            first = awaitable.send(None)
+                        except StopIteration as stop:
+                            value = stop.value
+                        else:
+                            value = await self._rest(
+                                _Resume(awaitable, first, self._executor.cancel_grace), started, deadline
+                            )
+                    elif inspect.isawaitable(awaitable):
+                        value = await self._rest(awaitable, started, deadline)
+                    else:
+                        value = awaitable
+                else:
+                    value = await self._in_thread(inv, deadline)
             except ToolError as err:
                 result = ToolResult.fail(_clean_error(err), call_id=inv.call.id, tool_name=self.tool.name)
                 retry = err.retryable
@@ -258,39 +301,24 @@ class RunStage:
                 )
             await asyncio.sleep(delay)
 
-    async def _attempt(self, inv: Invocation, deadline: float | None) -> Any:
+    def _limit(self, deadline: float | None) -> tuple[float | None, bool]:
+        """The time box: the tool's timeout, shortened to the context's deadline (and whether it was)."""
         limit = self._timeout
-        by_deadline = False
         if deadline is not None:
             left = deadline - _time()
             if limit is None or left < limit:
-                limit, by_deadline = max(left, 0.0), True
-        if not self._is_async:
-            return await self._in_thread(inv, limit, by_deadline)
-        started = _monotonic() if limit is not None else 0.0
-        awaitable = self.tool.invoke(inv.arguments, inv.context)
-        if type(awaitable) is _Coroutine:
-            try:
-                first = awaitable.send(None)
-            except StopIteration as stop:  # finished without suspending: no timer was needed
-                return stop.value
-            pending: Any = _Resume(awaitable, first, self._executor.cancel_grace)
-        elif inspect.isawaitable(awaitable):
-            pending = awaitable
-        else:
-            return awaitable
+                return max(left, 0.0), True
+        return limit, False
+
+    async def _rest(self, pending: Any, started: float, deadline: float | None) -> Any:
+        """Await a handler that suspended, under what remains of its time box."""
+        limit, by_deadline = self._limit(deadline)
         if limit is None:
             return await pending
-        timer = asyncio.timeout(limit - (_monotonic() - started))
-        try:
-            async with timer:
-                return await pending
-        except TimeoutError:
-            if timer.expired():
-                raise _TimedOut(limit, by_deadline) from None
-            raise
+        return await _boxed(pending, limit - (_monotonic() - started), limit, by_deadline)
 
-    async def _in_thread(self, inv: Invocation, limit: float | None, by_deadline: bool) -> Any:
+    async def _in_thread(self, inv: Invocation, deadline: float | None) -> Any:
+        limit, by_deadline = self._limit(deadline)
         loop = asyncio.get_running_loop()
         run = contextvars.copy_context().run
         future = loop.run_in_executor(
@@ -299,15 +327,7 @@ class RunStage:
         if limit is None:
             value = await future
             return await value if inspect.isawaitable(value) else value
-        timer = asyncio.timeout(limit)
-        try:
-            async with timer:
-                value = await future
-                return await value if inspect.isawaitable(value) else value
-        except TimeoutError:
-            if timer.expired():
-                raise _TimedOut(limit, by_deadline) from None
-            raise
+        return await _boxed(_and_then(future), limit, limit, by_deadline)
 
     def _result(self, inv: Invocation, value: Any) -> ToolResult:
         executor = self._executor
@@ -325,9 +345,7 @@ class RunStage:
         except ResultNotJSON:
             return executor.invalid_result(inv, value)
         safe, total = truncate(safe, executor.max_result_chars)
-        result = ToolResult(
-            call_id=inv.call.id, tool_name=self.tool.name, status="ok", value=safe, attempts=inv.attempts
-        )
+        result = ok_result(inv.call.id, self.tool.name, safe, inv.attempts)
         if total is not None:
             result.metadata["truncated"] = True
             result.metadata["original_chars"] = total
