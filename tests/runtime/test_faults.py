@@ -338,3 +338,53 @@ async def test_a_tool_swallowing_the_callers_cancellation_is_dropped_and_the_can
         await task
     assert time.perf_counter() - started < BOUND
     ex.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Faults around the tool: the registry, the context, tracing, logging.
+
+
+async def test_a_broken_registry_or_context_still_ends_in_results(gate: threading.Event) -> None:
+    from toolrun import ToolRegistry
+
+    class BrokenView(ToolRegistry):
+        def find(self, name: str) -> Any:
+            raise RuntimeError("view bug")
+
+    ex = ToolExecutor(BrokenView(fault_tools(gate)))
+    r = await bounded(ex, call("echo", {"text": "x"}))
+    assert r.error is not None and r.error.code == ErrorCode.EXECUTION_FAILED
+    ex = ToolExecutor(_registry(gate))
+    roles: Any = None
+    r = await bounded(ex, call("echo", {"text": "x"}), ToolContext(allowed_tools=5))  # type: ignore[arg-type]
+    assert r.error is not None and r.error.code == ErrorCode.EXECUTION_FAILED
+    r = await bounded(ex, call("echo", {"text": "x"}), ToolContext(roles=roles))
+    assert r.status == "ok"  # the tool has no roles: the context's roles are not read
+
+
+async def test_broken_tracing_and_logging_never_break_a_call(gate: threading.Event) -> None:
+    import logging
+
+    class BadTracer:
+        def start_span(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("otel bug")
+
+    class BadProvider:
+        def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+            return BadTracer()
+
+    class BadFilter(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            raise RuntimeError("filter bug")
+
+    audit = logging.getLogger("toolrun.test.badaudit")
+    audit.setLevel(logging.INFO)
+    audit.propagate = False
+    bad = BadFilter()
+    audit.addFilter(bad)
+    try:
+        ex = ToolExecutor(_registry(gate), tracer_provider=BadProvider(), audit_logger=audit)
+        r = await bounded(ex, call("echo", {"text": "x"}))
+        assert r.value == "x"
+    finally:
+        audit.removeFilter(bad)

@@ -129,7 +129,9 @@ def canonical_json(value: Any) -> bytes:
 
     Pydantic models, dataclasses, datetimes, sets and the like are first made JSON-safe. Lone
     surrogates (valid in a Python `str`) are kept as they are (`surrogatepass`), so every string hashes.
-    A value that cannot be expressed as JSON falls back to a rendering that is stable within a process.
+    A value that cannot be expressed as JSON falls back to `repr()` of the odd parts, which may differ
+    between processes (an approval over such arguments then fails closed). If even that fails, the
+    error propagates: callers must not bind anything to arguments they cannot hash.
     """
     if type(value) is dict:
         # Fast path for the common case, a flat object of strings and numbers (no floats: the two
@@ -209,8 +211,20 @@ def _template(logger_name: str, level: int) -> dict[str, Any]:
 
 
 def log_audit_record(logger: logging.Logger, record: AuditRecord) -> None:
-    """Log `record` at INFO on `logger`, as its message and as the `audit` attribute of the log record."""
-    emit_log_record(logger, logging.INFO, record, audit=record)
+    """Log `record` at INFO on `logger`, as its message and as the `audit` attribute of the log record.
+
+    Never raises: logging's handlers report their own errors, and a filter that raises is reported to the
+    `toolrun` logger (its message redacted).
+    """
+    try:
+        emit_log_record(logger, logging.INFO, record, audit=record)
+    except Exception as exc:
+        from toolrun.runtime._logging import log_exception
+
+        try:
+            log_exception(logging.getLogger("toolrun"), "Writing an audit record failed", exc)
+        except Exception:  # the logging setup itself is broken; the call must still complete
+            pass
 
 
 def emit_log_record(logger: logging.Logger, level: int, message: Any, **extra: Any) -> None:

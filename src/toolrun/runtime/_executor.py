@@ -415,7 +415,13 @@ class ToolExecutor:
     ) -> ToolResult:
         # One function on purpose: every await and call here is paid on every tool call.
         start = _perf()
-        plan = self._plan(call.name)
+        try:
+            plan = self._plan(call.name)
+        except Exception as exc:  # a broken registry or view: no call gets through, none raises
+            plan = None
+            broken: BaseException | None = exc
+        else:
+            broken = None
         bus = self.events
         emitting = bus.active
         logger = self._audit_logger
@@ -431,7 +437,14 @@ class ToolExecutor:
                 span, token = self._tracing.start(tracer, tool_name, call.id)
         inv: Invocation | None = None
         try:
-            front = self._front(plan, call, ctx, approval_id, approval)
+            try:
+                front = (
+                    self._front(plan, call, ctx, approval_id, approval)
+                    if broken is None
+                    else self._unexpected(call, None, broken, "could not be looked up")
+                )
+            except Exception as exc:  # a bad context (roles that are not strings, ...) or view
+                front = self._unexpected(call, tool_name, exc, "could not be started")
             if type(front) is Invocation and plan is not None:
                 inv = front
                 try:
@@ -511,6 +524,21 @@ class ToolExecutor:
         if auditing:
             cancelled = ToolResult(call_id=call.id, tool_name=tool_name or "", duration=duration)
             self._audit(action, cancelled, tool_name, ctx, self._hash_of(inv, call), None, "cancelled")
+
+    def _unexpected(self, call: ToolCall, tool_name: str | None, exc: BaseException, what: str) -> ToolResult:
+        error_id = _errors.new_error_id()
+        log_exception(
+            _logger,
+            "Call %s %s: %s (error_id=%s)",
+            exc,
+            call.id,
+            what,
+            type(exc).__qualname__,
+            error_id,
+            redact=not self.log_exception_messages,
+        )
+        name = tool_name or "(unknown)"
+        return _errors.execution_failed(call.id, name, error_id, what="could not be started")
 
     def _front(
         self,
@@ -646,10 +674,13 @@ class ToolExecutor:
         logger = self._audit_logger
         return bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
 
-    def _hash_of(self, inv: Invocation | None, call: ToolCall) -> str:
-        if inv is not None:
-            return inv.arguments_hash
-        return self.hasher.raw(call.arguments)
+    def _hash_of(self, inv: Invocation | None, call: ToolCall) -> str | None:
+        try:
+            if inv is not None:
+                return inv.arguments_hash
+            return self.hasher.raw(call.arguments)
+        except Exception:  # arguments that cannot even be rendered: audit without a hash
+            return None
 
     def _audit(
         self,

@@ -68,8 +68,12 @@ class Tracing:
         if tool_name is not None:
             attributes["gen_ai.tool.name"] = tool_name
         name = f"execute_tool {tool_name}" if tool_name is not None else "execute_tool"
-        span = tracer.start_span(name, kind=self._trace.SpanKind.INTERNAL, attributes=attributes)
-        token = self._context.attach(self._trace.set_span_in_context(span))
+        try:
+            span = tracer.start_span(name, kind=self._trace.SpanKind.INTERNAL, attributes=attributes)
+            token = self._context.attach(self._trace.set_span_in_context(span))
+        except Exception as exc:  # tracing must never break a call
+            _log_failure(exc)
+            return None, None
         return span, token
 
     def finish(
@@ -82,7 +86,7 @@ class Tracing:
         attempts: int,
         cached: bool,
     ) -> None:
-        """Record the outcome, end the span and restore the previous context."""
+        """Record the outcome, end the span and restore the previous context. Never raises."""
         try:
             span.set_attribute("toolrun.outcome", outcome)
             span.set_attribute("toolrun.attempts", attempts)
@@ -91,5 +95,18 @@ class Tracing:
                 span.set_attribute("error.type", code)
                 span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, code))
             span.end()
+        except Exception as exc:
+            _log_failure(exc)
         finally:
-            self._context.detach(token)
+            try:
+                self._context.detach(token)
+            except Exception as exc:
+                _log_failure(exc)
+
+
+def _log_failure(exc: BaseException) -> None:
+    import logging
+
+    from toolrun.runtime._logging import log_exception
+
+    log_exception(logging.getLogger("toolrun"), "OpenTelemetry failed; the call goes on untraced", exc)
