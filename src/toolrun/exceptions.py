@@ -20,6 +20,10 @@ ProviderError                     the *outside world*: an LLM provider failed (`
 ├── ProviderUnavailableError      meets one ends with status "failed" and the error in words.
 └── ProviderResponseError
     └── ProviderStreamError
+
+toolrun.formats.ToolCallParseError (ValueError)
+                                  a provider response whose tool calls cannot be read (missing keys, wrong
+                                  types); it names the path inside the response.
 ```
 
 Failures of tools at run time are never exceptions to the caller: the executor returns a

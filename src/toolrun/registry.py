@@ -124,19 +124,22 @@ class ToolSet:
             format: `"openai"` (Chat Completions), `"openai-responses"`, `"anthropic"`, `"gemini"`, `"mcp"`.
             strict: The provider's strict mode (OpenAI structured outputs, Anthropic strict tool use);
                 optional parameters stay optional (required and nullable, `null` meaning the default).
+
+        Returns:
+            A new list each call; the definitions in it are shared with the cache: treat them as read-only.
         """
         key = (format, strict)
         version = self.version
         cached = self._exports.get(key)
         if cached is not None and cached[0] == version:
-            return cached[1]
+            return list(cached[1])
         # Imported here: formats sit above the registry in the layering and import `toolrun.tools` only.
         from toolrun.formats import get_format
 
         fmt = get_format(format)
         exported = [fmt.definition(t, strict=strict, name=self.wire_name(t.name)) for t in self.tools()]
         self._exports[key] = (version, exported)
-        return exported
+        return list(exported)
 
     def describe(self) -> str:
         """The tools as text for a planner prompt: name, when to use, parameters."""

@@ -206,10 +206,6 @@ def find(query: Query) -> list[str]:
     return []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tools/: a flattened Pydantic-model parameter does not read null as its default yet (requested)",
-)
 def test_strict_null_for_an_optional_field_of_a_flattened_model_means_its_default() -> None:
     strict = chat.definition(find, strict=True)["function"]["parameters"]
     assert strict["properties"]["limit"]["type"] == ["integer", "null"]

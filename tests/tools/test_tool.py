@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from toolrun import SchemaError, Tool, ToolContext, ToolDefinitionError, tool
+from toolrun import ArgumentsError, SchemaError, Tool, ToolContext, ToolDefinitionError, tool
 from toolrun.exceptions import ToolExampleError
 from toolrun.tools import RateLimit, ToolExample, parse_rate_limit
 
@@ -209,3 +209,29 @@ def test_lenient_refuses_unknown_types_and_bounds_depth() -> None:
         node = child
     with pytest.raises(SchemaError, match="nested deeper than 64"):
         Tool.from_schema("t", "T.", deep, lenient=True)
+
+
+def test_from_schema_refuses_a_schema_too_deep_to_check() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(3000):
+        deep = {"type": "object", "properties": {"x": deep}}
+    with pytest.raises(SchemaError, match="nested too deeply"):
+        Tool.from_schema("t", "T.", deep)
+
+
+def test_flattened_model_reads_null_as_default() -> None:
+    class Query(BaseModel):
+        text: str
+        limit: int = 10
+        note: str | None = "n"
+
+    @tool
+    def find(query: Query) -> int:
+        """Find."""
+        return query.limit
+
+    kwargs = find.validate({"text": "x", "limit": None, "note": None})
+    assert kwargs["query"].limit == 10  # null for a non-nullable optional field: the default
+    assert kwargs["query"].note is None  # a nullable field keeps its null
+    with pytest.raises(ArgumentsError, match="text"):
+        find.validate({"text": None})

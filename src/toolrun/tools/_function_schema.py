@@ -16,7 +16,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WrapValidator, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    WrapValidator,
+    create_model,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
@@ -110,10 +118,32 @@ def _single_model(params: list[inspect.Parameter], hints: Mapping[str, Any]) -> 
 
 
 def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
-    """The user's own model, made to reject unknown fields unless it says otherwise."""
-    if model.model_config.get("extra") in ("forbid", "allow"):
+    """The user's own model (a subclass of it), made to reject unknown fields unless it says otherwise,
+    and to read `null` for an optional, non-nullable field as "use the default" like plain parameters."""
+    nullable_defaults = frozenset(
+        name
+        for name, info in model.model_fields.items()
+        if not info.is_required() and not _admits_none(info.annotation)
+    )
+    keeps_extra = model.model_config.get("extra") in ("forbid", "allow")
+    if keeps_extra and not nullable_defaults:
         return model
-    return type(model.__name__, (model,), {"model_config": _FORBID, "__doc__": model.__doc__})
+    aliases = {name: (info.alias or name) for name, info in model.model_fields.items()}
+    keys = frozenset(aliases[n] for n in nullable_defaults) | nullable_defaults
+
+    def drop_nulls(cls: type[BaseModel], data: Any) -> Any:
+        if isinstance(data, dict) and keys:
+            return {k: v for k, v in data.items() if not (v is None and k in keys)}
+        return data
+
+    namespace: dict[str, Any] = {
+        "__doc__": model.__doc__,
+        "__module__": model.__module__,
+        "_toolrun_null_means_default": model_validator(mode="before")(classmethod(drop_nulls)),  # type: ignore[arg-type]
+    }
+    if not keeps_extra:
+        namespace["model_config"] = _FORBID
+    return type(model.__name__, (model,), namespace)
 
 
 def build_function_schema(

@@ -192,6 +192,10 @@ class Tool:
         except JsonSchemaSchemaError as exc:
             hint = " (pass lenient=True to normalise loose dialects)" if not lenient else ""
             raise SchemaError(f"Tool {name!r}: invalid JSON Schema{hint}: {exc.message}") from exc
+        except RecursionError:  # schemas from users and MCP servers are untrusted
+            raise SchemaError(
+                f"Tool {name!r}: the parameters schema is nested too deeply to check."
+            ) from None
         if output_schema is not None:
             try:
                 Draft202012Validator.check_schema(dict(output_schema))
