@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from toolrun import ErrorCode, ToolContext, tool
 from toolrun.runtime import ChainStep
 
@@ -211,3 +213,9 @@ async def test_a_chain_step_needing_confirmation_stops_the_chain(make_executor: 
     )
     assert [r.status for r in results] == ["ok", "confirmation_required"]
     assert results[1].message is not None and 'task_id="t1"' in results[1].message
+
+
+async def test_execute_many_refuses_a_nonsense_limit(make_executor: Any) -> None:
+    ex = make_executor(*concurrency_tools(Gauge()))
+    with pytest.raises(ValueError):
+        await ex.execute_many([call("work", {"n": 1})], max_concurrency=0)

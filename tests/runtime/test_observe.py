@@ -249,7 +249,7 @@ def test_log_records_follow_a_custom_record_factory() -> None:
     try:
         emit_log_record(logger, logging.INFO, "fast")
         logging.setLogRecordFactory(factory)
-        emit_log_record(logger, logging.INFO, "slow", audit=1)
+        emit_log_record(logger, logging.INFO, "slow", {"audit": 1})
     finally:
         logging.setLogRecordFactory(original)
         logger.removeHandler(handler)

@@ -1,13 +1,37 @@
-"""Running tool calls: `ToolExecutor` and its stages, events, audit, and process isolation.
+"""Running tool calls: `ToolExecutor`, its stages, events, audit, and process isolation.
 
 ```python
 executor = ToolExecutor(registry)
-result = await executor.execute(ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}'), ToolContext())
+result = await executor.execute(ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}'), ctx)
+results = await executor.execute_many(calls, ctx, max_concurrency=8)   # in call order
+results = await executor.chain([{"id": "a", "tool": "search", "arguments": {"q": "x"}},
+                                {"id": "b", "tool": "get", "arguments": {"id": "$a.items.0.id"}}], ctx)
 ```
 
-See `toolrun.runtime._executor` for the pipeline, `Middleware` for writing a stage of your own,
-`ConfirmationStage` for how approvals are bound, and `toolrun.runtime._run` for timeouts, retries and
-cancellation.
+**Never raises.** Every failure is a `ToolResult` with an `ErrorCode`. The one exception is the
+caller's own cancellation: if the task awaiting `execute` is cancelled, `CancelledError` propagates (as
+asyncio requires) after the call is recorded as `cancelled`; a tool's own `CancelledError`, timeout or
+crash is a result. A tool that swallows its cancellation is closed after `cancel_grace` seconds.
+
+**Stages** are middleware objects, `async __call__(invocation, call_next) -> ToolResult`, optionally with
+`applies_to(tool) -> bool`; each tool's chain is built once per registry version from the stages that
+apply to it (see `Middleware`). Order: lookup, access, validation (always, in the executor), your
+middleware, `ConfirmationStage`, `RateLimitStage`, `CacheStage`, then the `RunStage` (deadline, budget,
+session snapshot, handler with timeout and retries, result conversion).
+
+**Confirmations.** A call of a tool that `requires_confirmation` is stored as a `PendingConfirmation`
+(id, user, tool, keyed hash of the canonical JSON of the *validated* arguments, the call, created and
+expiry times, and a summary for the user's UI) and answered with `status="confirmation_required"`.
+`approve(id, ctx)` consumes it atomically (single use, only by its user, not after expiry) and runs the
+stored call through the stages after confirmation, returning its result under the original call id;
+`deny(id, ctx, reason)` consumes it and returns `CONFIRMATION_DENIED`. `execute(call, ctx, approval=id)`
+accepts a re-sent call only if user, tool and argument hash match. Unknown or used → `CONFIRMATION_EXPIRED`
+(`reason="unknown_or_used"`), expired → `CONFIRMATION_EXPIRED` (`"expired"`), no user id or a mismatch →
+`CONFIRMATION_DENIED`. Store errors fail closed.
+
+**Observation** costs nothing when nobody listens (no subscriber, the `toolrun.audit` logger not enabled
+for INFO, no audit sink, no OpenTelemetry SDK provider). Events, audit records and spans never carry
+argument values, results or messages; logged exceptions keep their type and stack, not their message.
 """
 
 from toolrun.runtime._audit import AuditRecord, AuditSink, InMemoryAuditSink, canonical_json

@@ -177,7 +177,9 @@ class ArgumentHasher:
 
     def arguments(self, arguments: Any) -> str:
         """Hash of validated arguments (canonical JSON)."""
-        return self.digest(canonical_json(arguments))
+        h = self._base.copy()
+        h.update(canonical_json(arguments))
+        return h.hexdigest()
 
     def raw(self, arguments: Any) -> str:
         """Hash of arguments as the model sent them (used when they did not validate)."""
@@ -192,21 +194,32 @@ class ArgumentHasher:
 # Log records, quickly
 
 _LogRecord = logging.LogRecord
-_templates: dict[tuple[int, str, int], dict[str, Any]] = {}
-_templates_lock = threading.Lock()
-os.register_at_fork(after_in_child=_templates.clear)  # the process id is part of every template
+_new_record = _LogRecord.__new__
+_record_factory = logging.getLogRecordFactory
+_now = time.time
+_local = threading.local()  # per thread: {(logger name, level): the constant fields of a record}
+
+
+def _forget_templates() -> None:
+    _local.__dict__.clear()
+
+
+os.register_at_fork(after_in_child=_forget_templates)  # the process id is part of every template
 
 
 def _template(logger_name: str, level: int) -> dict[str, Any]:
-    key = (threading.get_ident(), logger_name, level)
-    template = _templates.get(key)
+    try:
+        templates: dict[tuple[str, int], dict[str, Any]] = _local.templates
+    except AttributeError:
+        templates = _local.templates = {}
+    key = (logger_name, level)
+    template = templates.get(key)
     if template is None:
         rec = _LogRecord(logger_name, level, "(toolrun)", 0, "", None, None, func="audit")
         template = dict(rec.__dict__)
-        with _templates_lock:
-            if len(_templates) > 1024:
-                _templates.clear()
-            _templates[key] = template
+        if len(templates) > 64:
+            templates.clear()
+        templates[key] = template
     return template
 
 
@@ -217,7 +230,7 @@ def log_audit_record(logger: logging.Logger, record: AuditRecord) -> None:
     `toolrun` logger (its message redacted).
     """
     try:
-        emit_log_record(logger, logging.INFO, record, audit=record)
+        emit_log_record(logger, logging.INFO, record, {"audit": record}, created=record.timestamp)
     except Exception as exc:
         from toolrun.runtime._logging import log_exception
 
@@ -227,26 +240,35 @@ def log_audit_record(logger: logging.Logger, record: AuditRecord) -> None:
             pass
 
 
-def emit_log_record(logger: logging.Logger, level: int, message: Any, **extra: Any) -> None:
-    """Log `message` (any object; `str()` is applied only when a handler formats it) at `level`.
+def emit_log_record(
+    logger: logging.Logger,
+    level: int,
+    message: Any,
+    extra: dict[str, Any] | None = None,
+    *,
+    created: float | None = None,
+) -> None:
+    """Log `message` (any object; `str()` is applied only when a handler formats it) at `level`, with
+    the `extra` attributes on the record.
 
-    Same record as `logger.log(level, message)` would make, built faster: the stack is not walked to
-    find the caller (the record names `(toolrun)` as its file), and the per-thread constant fields are
-    copied from a template. When an application installed its own `LogRecord` factory, the factory is
-    used as usual.
+    Same record as `logger.log(level, message, extra=extra)` would make, built faster: the stack is not
+    walked to find the caller (the record names `(toolrun)` as its file), and the per-thread constant
+    fields are copied from a template. When an application installed its own `LogRecord` factory, the
+    factory is used as usual.
     """
-    if logging.getLogRecordFactory() is not _LogRecord:
+    if _record_factory() is not _LogRecord:
         record = logger.makeRecord(logger.name, level, "(toolrun)", 0, message, (), None, "audit", extra)
     else:
-        record = _LogRecord.__new__(_LogRecord)
+        now = _now() if created is None else created
+        record = _new_record(_LogRecord)
         values = record.__dict__
         values.update(_template(logger.name, level))
-        now = time.time()
         values["created"] = now
         values["msecs"] = int((now - int(now)) * 1000) + 0.0
         values["relativeCreated"] = (now - _START) * 1000
         values["msg"] = message
-        values.update(extra)
+        if extra:
+            values.update(extra)
     logger.handle(record)
 
 

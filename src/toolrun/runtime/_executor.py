@@ -262,6 +262,8 @@ class ToolExecutor:
         A call of a `sequential` tool runs alone: after every call before it has finished, and before
         any call after it starts.
         """
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
         items = list(calls)
         ctx = context if context is not None else ToolContext()
         results: list[ToolResult | None] = [None] * len(items)
@@ -402,7 +404,10 @@ class ToolExecutor:
         return plan
 
     def _is_sequential(self, name: str) -> bool:
-        plan = self._plan(name)
+        try:
+            plan = self._plan(name)
+        except Exception:  # execute() reports the broken lookup; here it only decides the grouping
+            return False
         return plan is not None and plan.tool.options.sequential
 
     async def _execute(
