@@ -1,0 +1,563 @@
+"""SQL stores on SQLAlchemy's async Core: SQLite (the embedded default) and PostgreSQL (shared state).
+
+```python
+from toolrun.store.sql import create_sql_stores
+
+stores = create_sql_stores("postgresql+asyncpg://app@127.0.0.1:5432/app")   # or "sqlite+aiosqlite:///x.db"
+await stores.create_tables()                                                # idempotent
+executor = ToolExecutor(registry, confirmations=stores.confirmations, rate_limits=stores.rate_limits,
+                        cache=stores.cache, hash_key=SHARED_KEY)
+...
+await stores.aclose()
+```
+
+Each store works on one `AsyncEngine` (made from a URL, or yours), in its own tables named
+`<table_prefix>confirmations`, `<table_prefix>rate_limits`, `<table_prefix>cache`. JSON is stored as text
+and times as `time.time()` seconds in double precision columns, so a row reads the same on both engines.
+
+## Why every operation is atomic
+
+Every operation is ONE SQL statement, run in autocommit mode: the database's own statement-level
+atomicity is the whole argument, there is no read-then-write in Python and no transaction to get wrong.
+
+- `SQLConfirmationStore.consume` is `DELETE ... WHERE id = :id AND user_id = :user RETURNING ...`.
+  PostgreSQL: the second of two racing deletes blocks on the first one's row lock, then re-checks the
+  row, finds it gone and deletes nothing. SQLite: writers are serialised by the database lock. Either
+  way exactly one caller gets the row back; a wrong user matches nothing, so the row stays.
+- `SQLRateLimitStore.acquire` is one `INSERT ... ON CONFLICT (key) DO UPDATE ... RETURNING` that refills
+  the bucket and takes the cost in SQL. PostgreSQL guarantees the upsert an atomic insert-or-update
+  outcome, and its `DO UPDATE` works on the latest committed row under a row lock, so two racing
+  acquires see each other's result. SQLite runs the statement under its write lock. This is the
+  single-UPSERT variant of the "lock the row, refill, take" recipe: one round trip instead of four, and
+  nothing held across awaits. The statement records its decision in the row (`granted`) because
+  `RETURNING` only sees the new row.
+- The clock of a bucket and of a cache entry is the DATABASE's (`statement_timestamp()` on PostgreSQL,
+  `julianday('now')` on SQLite), so processes on several hosts agree on when a token comes back. A
+  statement that waited for a row lock may see a `now` older than the row's: the refill is clamped at
+  zero and `updated_at` never moves back, so a late statement can only grant less, never more.
+- Confirmations keep the caller's `time.time()` (`created_at`, `expires_at` come from the executor), as
+  the in-memory store does.
+
+The module needs SQLAlchemy 2 (the `sql` extra) and is never imported by `import toolrun`; import it
+as `from toolrun.store.sql import ...`. SQLite needs 3.35 or later (for `RETURNING`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from toolrun.store._protocols import PendingConfirmation, RateLimitDecision
+
+__all__ = [
+    "DEFAULT_TABLE_PREFIX",
+    "SQLCache",
+    "SQLConfirmationStore",
+    "SQLRateLimitStore",
+    "SQLStores",
+    "create_sql_stores",
+]
+
+DEFAULT_TABLE_PREFIX = "toolrun_"
+"""Tables are named `toolrun_confirmations`, `toolrun_rate_limits`, `toolrun_cache` by default."""
+
+# Lowercase only: PostgreSQL folds unquoted names to lowercase, and a name that needs quoting is a trap
+# for whoever queries the tables by hand. 40 characters leave room for index names under PostgreSQL's 63.
+_PREFIX_RE = re.compile(r"(?:[a-z_][a-z0-9_]{0,39})?\Z")
+_DIALECTS = ("sqlite", "postgresql")
+_SQLITE_RETURNING = (3, 35, 0)
+
+# The database's clock, as `time.time()` seconds. `statement_timestamp()` is fixed for one statement,
+# and SQLite's 'now' is fixed for one step, so every use within one statement sees the same instant.
+_NOW = {
+    "postgresql": "CAST(EXTRACT(EPOCH FROM statement_timestamp()) AS DOUBLE PRECISION)",
+    "sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
+}
+
+
+def _check_url(url: str) -> None:
+    backend = sa.make_url(url).get_backend_name()
+    if backend not in _DIALECTS:
+        raise ValueError(f"The SQL stores support SQLite and PostgreSQL, not {backend!r} (from the URL).")
+
+
+def _check_engine(engine: AsyncEngine) -> str:
+    if not isinstance(engine, AsyncEngine):
+        raise TypeError(
+            f"Expected an AsyncEngine (sqlalchemy.ext.asyncio.create_async_engine), not {type(engine)!r}."
+        )
+    name = engine.dialect.name
+    if name not in _DIALECTS:
+        raise ValueError(f"The SQL stores support SQLite and PostgreSQL, not {name!r}.")
+    if name == "sqlite" and sqlite3.sqlite_version_info < _SQLITE_RETURNING:
+        raise RuntimeError(
+            f"SQLite {sqlite3.sqlite_version} is too old for the SQL stores: they need 3.35 or later "
+            "(DELETE ... RETURNING makes consuming a confirmation atomic)."
+        )
+    return name
+
+
+def _check_prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+        raise ValueError(
+            f"table_prefix must be lowercase letters, digits and underscores (at most 40, not starting "
+            f"with a digit); got {prefix!r}."
+        )
+    return prefix
+
+
+def _make_engine(url: str, options: Mapping[str, Any] | None) -> AsyncEngine:
+    _check_url(url)
+    return create_async_engine(url, **dict(options or {}))
+
+
+class _SQLStore:
+    """What the three stores share: the engine, its dialect, their tables, create/drop, close."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine | str,
+        *,
+        table_prefix: str = DEFAULT_TABLE_PREFIX,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        prefix = _check_prefix(table_prefix)
+        if isinstance(engine, str):
+            engine = _make_engine(engine, engine_options)
+            self._owns_engine = True
+        else:
+            if engine_options:
+                raise ValueError("engine_options apply to an engine made from a URL, not to a given engine.")
+            self._owns_engine = False
+        try:
+            self._dialect = _check_engine(engine)
+        except Exception:
+            if self._owns_engine:
+                engine.sync_engine.dispose()
+            raise
+        self.engine: AsyncEngine = engine
+        """The engine (yours, or made from the URL and then closed by `aclose`)."""
+        self.table_prefix = prefix
+        """The prefix of this store's table names."""
+        self.metadata = sa.MetaData()
+        """This store's tables only (each store creates and drops its own)."""
+        # Single statements run in autocommit: atomic by themselves, and one round trip (no BEGIN/COMMIT).
+        self._auto = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._now: sa.ColumnElement[float] = sa.literal_column(_NOW[self._dialect], sa.Double())
+
+    def _insert(self, table: sa.Table) -> Any:
+        # The dialect's own INSERT: both spell ON CONFLICT the same way in SQLAlchemy.
+        if self._dialect == "postgresql":
+            return postgresql.insert(table)
+        return sqlite_dialect.insert(table)
+
+    def _greatest(self, a: Any, b: Any) -> Any:
+        return sa.func.greatest(a, b) if self._dialect == "postgresql" else sa.func.max(a, b)
+
+    def _least(self, a: Any, b: Any) -> Any:
+        return sa.func.least(a, b) if self._dialect == "postgresql" else sa.func.min(a, b)
+
+    async def create_tables(self) -> None:
+        """Create this store's tables and indexes if they do not exist (safe to call every start)."""
+        try:
+            async with self.engine.begin() as conn:
+                await conn.run_sync(self.metadata.create_all, checkfirst=True)
+        except DBAPIError:
+            # Two processes starting together may both find a table missing and both create it; the
+            # loser's error is harmless if the tables are there now. If not, this raises the real error.
+            async with self.engine.begin() as conn:
+                await conn.run_sync(self.metadata.create_all, checkfirst=True)
+
+    async def drop_tables(self) -> None:
+        """Drop this store's tables (and everything in them)."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(self.metadata.drop_all, checkfirst=True)
+
+    async def aclose(self) -> None:
+        """Close the engine if this store made it from a URL (a given engine stays yours to close)."""
+        if self._owns_engine:
+            await self.engine.dispose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class SQLConfirmationStore(_SQLStore):
+    """Pending confirmations in the table `<table_prefix>confirmations`, one row each.
+
+    `consume` is a single `DELETE ... RETURNING` filtered by id and user: of any number of concurrent
+    consumers, across processes and hosts, exactly one gets the row (see the module docstring). Expired
+    rows stay until consumed or `purge_expired` (call it now and then, e.g. from a periodic task).
+
+    Args:
+        engine: A database URL (`"sqlite+aiosqlite:///toolrun.db"`,
+            `"postgresql+asyncpg://user@host/db"`) or an `AsyncEngine` you own and close.
+        table_prefix: Prefix of the table name (lowercase letters, digits, `_`).
+        engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine | str,
+        *,
+        table_prefix: str = DEFAULT_TABLE_PREFIX,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+        name = f"{self.table_prefix}confirmations"
+        self.table = sa.Table(
+            name,
+            self.metadata,
+            sa.Column("id", sa.String(), primary_key=True),
+            sa.Column("user_id", sa.String(), nullable=False),
+            sa.Column("tool_name", sa.String(), nullable=False),
+            sa.Column("arguments_hash", sa.String(), nullable=False),
+            sa.Column("call", sa.Text(), nullable=False),  # JSON
+            sa.Column("summary", sa.Text(), nullable=False),
+            sa.Column("created_at", sa.Double(), nullable=False),
+            sa.Column("expires_at", sa.Double(), nullable=False),
+            sa.Column("conversation_id", sa.String(), nullable=True),
+            sa.Column("metadata", sa.Text(), nullable=False),  # JSON
+            sa.Index(f"{name}_user", "user_id", "created_at"),
+            sa.Index(f"{name}_expiry", "expires_at"),
+        )
+
+    async def add(self, pending: PendingConfirmation) -> None:
+        """Keep `pending` (a confirmation with the same id is replaced)."""
+        row = {
+            "id": pending.id,
+            "user_id": pending.user_id,
+            "tool_name": pending.tool_name,
+            "arguments_hash": pending.arguments_hash,
+            "call": json.dumps(dict(pending.call), separators=(",", ":")),
+            "summary": pending.summary,
+            "created_at": pending.created_at,
+            "expires_at": pending.expires_at,
+            "conversation_id": pending.conversation_id,
+            "metadata": json.dumps(dict(pending.metadata), separators=(",", ":")),
+        }
+        insert = self._insert(self.table).values(row)
+        stmt = insert.on_conflict_do_update(
+            index_elements=[self.table.c.id],
+            set_={k: insert.excluded[k] for k in row if k != "id"},
+        )
+        async with self._auto.connect() as conn:
+            await conn.execute(stmt)
+
+    async def get(self, confirmation_id: str) -> PendingConfirmation | None:
+        """The pending confirmation, without using it; None when unknown or already used."""
+        stmt = sa.select(self.table).where(self.table.c.id == confirmation_id)
+        async with self._auto.connect() as conn:
+            row = (await conn.execute(stmt)).mappings().first()
+        return None if row is None else _pending(row)
+
+    async def consume(self, confirmation_id: str, *, user_id: str) -> PendingConfirmation | None:
+        """Atomically delete and return the confirmation if it belongs to `user_id` (else None, untouched).
+
+        An expired confirmation is returned like any other: the caller checks `expired()`.
+        """
+        t = self.table
+        stmt = (
+            sa.delete(t)
+            .where(t.c.id == confirmation_id, t.c.user_id == user_id)
+            .returning(*t.c)  # the deleted row itself: no window between reading and deleting
+        )
+        async with self._auto.connect() as conn:
+            row = (await conn.execute(stmt)).mappings().first()
+        return None if row is None else _pending(row)
+
+    async def list_pending(self, user_id: str, *, now: float) -> list[PendingConfirmation]:
+        """The confirmations of `user_id` not expired at `now`, oldest first."""
+        t = self.table
+        stmt = (
+            sa.select(t).where(t.c.user_id == user_id, t.c.expires_at > now).order_by(t.c.created_at, t.c.id)
+        )
+        async with self._auto.connect() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [_pending(row) for row in rows]
+
+    async def purge_expired(self, now: float) -> int:
+        """Delete the confirmations expired at `now`; return how many."""
+        stmt = sa.delete(self.table).where(self.table.c.expires_at <= now)
+        async with self._auto.connect() as conn:
+            result = await conn.execute(stmt)
+        return max(0, result.rowcount)
+
+
+def _pending(row: sa.RowMapping) -> PendingConfirmation:
+    return PendingConfirmation(
+        id=row["id"],
+        user_id=row["user_id"],
+        tool_name=row["tool_name"],
+        arguments_hash=row["arguments_hash"],
+        call=json.loads(row["call"]),
+        summary=row["summary"],
+        created_at=float(row["created_at"]),
+        expires_at=float(row["expires_at"]),
+        conversation_id=row["conversation_id"],
+        metadata=json.loads(row["metadata"]),
+    )
+
+
+class SQLRateLimitStore(_SQLStore):
+    """Token buckets in the table `<table_prefix>rate_limits`, one row per key.
+
+    `acquire` is one upsert that refills and takes in SQL, on the database's clock: concurrent callers in
+    any number of processes never take more tokens than the bucket holds (see the module docstring).
+    Each row also records when its bucket will be full again; `purge_full` deletes such rows (a full
+    bucket and no bucket are the same thing), so idle keys do not pile up.
+
+    Args:
+        engine: A database URL or an `AsyncEngine` you own and close.
+        table_prefix: Prefix of the table name (lowercase letters, digits, `_`).
+        engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine | str,
+        *,
+        table_prefix: str = DEFAULT_TABLE_PREFIX,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+        name = f"{self.table_prefix}rate_limits"
+        self.table = sa.Table(
+            name,
+            self.metadata,
+            sa.Column("key", sa.String(), primary_key=True),
+            sa.Column("tokens", sa.Double(), nullable=False),
+            sa.Column("updated_at", sa.Double(), nullable=False),
+            sa.Column("full_at", sa.Double(), nullable=False),
+            sa.Column("granted", sa.Boolean(), nullable=False),
+            sa.Index(f"{name}_full", "full_at"),
+        )
+
+    async def acquire(self, key: str, *, limit: int, period: float, cost: float = 1.0) -> RateLimitDecision:
+        """Refill the bucket `key` (capacity `limit`, `limit` tokens per `period` seconds) and take `cost`.
+
+        Raises:
+            ValueError: `limit` below 1 or `period` not a positive number of seconds.
+        """
+        _check_limit(limit, period)
+        t, now = self.table, self._now
+        capacity, rate = float(limit), limit / period
+        cap, per_second, take = (_double(v) for v in (capacity, rate, float(cost)))
+
+        # A new bucket starts full: the first decision is known without reading anything.
+        first_granted = capacity >= cost
+        first_tokens = capacity - cost if first_granted else capacity
+        insert = self._insert(t).values(
+            key=key,
+            tokens=first_tokens,
+            updated_at=now,
+            full_at=now + (capacity - first_tokens) / rate,
+            granted=first_granted,
+        )
+        # An existing one: refill for the time since its last update (never negative: a statement that
+        # waited on the row lock may hold an older `now`), capped at capacity, then take if enough.
+        since = self._greatest(_double(0.0), now - t.c.updated_at)
+        refilled = self._least(cap, t.c.tokens + since * per_second)
+        enough = refilled >= take
+        tokens = sa.case((enough, refilled - take), else_=refilled)
+        updated = self._greatest(t.c.updated_at, now)
+        stmt = insert.on_conflict_do_update(
+            index_elements=[t.c.key],
+            set_={
+                "tokens": tokens,
+                "updated_at": updated,
+                "full_at": updated + (cap - tokens) / per_second,
+                "granted": enough,
+            },
+        ).returning(t.c.tokens, t.c.granted)
+        async with self._auto.connect() as conn:
+            row = (await conn.execute(stmt)).one()
+        remaining, granted = float(row[0]), bool(row[1])
+        if granted:
+            return RateLimitDecision(allowed=True, remaining=remaining, retry_after=0.0)
+        return RateLimitDecision(allowed=False, remaining=remaining, retry_after=(cost - remaining) / rate)
+
+    async def reset(self, key: str | None = None) -> None:
+        """Refill one bucket (or all of them) by forgetting it."""
+        stmt = sa.delete(self.table)
+        if key is not None:
+            stmt = stmt.where(self.table.c.key == key)
+        async with self._auto.connect() as conn:
+            await conn.execute(stmt)
+
+    async def purge_full(self) -> int:
+        """Delete the buckets that have refilled completely (they mean no limit is in effect); how many."""
+        stmt = sa.delete(self.table).where(self.table.c.full_at <= self._now)
+        async with self._auto.connect() as conn:
+            result = await conn.execute(stmt)
+        return max(0, result.rowcount)
+
+
+def _double(value: float) -> sa.ColumnElement[float]:
+    # Typed binds: asyncpg wants to know a parameter is float8, not guess from an expression around it.
+    return sa.literal(value, sa.Double())
+
+
+def _check_limit(limit: int, period: float) -> None:
+    # `not period > 0` also refuses NaN; an infinite period would make the rate 0 and retry_after infinite.
+    if limit < 1 or not period > 0 or period == float("inf"):
+        raise ValueError("limit must be >= 1 and period a positive number of seconds.")
+
+
+class SQLCache(_SQLStore):
+    """The result cache in the table `<table_prefix>cache`: bytes with an expiry on the database's clock.
+
+    Expired rows are never returned; they are replaced by the next `set` of their key, and
+    `purge_expired` deletes the rest (call it now and then).
+
+    Args:
+        engine: A database URL or an `AsyncEngine` you own and close.
+        table_prefix: Prefix of the table name (lowercase letters, digits, `_`).
+        engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine | str,
+        *,
+        table_prefix: str = DEFAULT_TABLE_PREFIX,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+        name = f"{self.table_prefix}cache"
+        self.table = sa.Table(
+            name,
+            self.metadata,
+            sa.Column("key", sa.String(), primary_key=True),
+            sa.Column("value", sa.LargeBinary(), nullable=False),
+            sa.Column("expires_at", sa.Double(), nullable=False),
+            sa.Index(f"{name}_expiry", "expires_at"),
+        )
+
+    async def get(self, key: str) -> bytes | None:
+        """The value under `key`, or None when absent or expired."""
+        t = self.table
+        stmt = sa.select(t.c.value).where(t.c.key == key, t.c.expires_at > self._now)
+        async with self._auto.connect() as conn:
+            value = (await conn.execute(stmt)).scalar_one_or_none()
+        return None if value is None else bytes(value)
+
+    async def set(self, key: str, value: bytes, *, ttl: float) -> None:
+        """Store `value` for `ttl` seconds (nothing is stored when `ttl` is not positive)."""
+        if not ttl > 0:
+            return
+        expires = self._now + _double(float(ttl))
+        insert = self._insert(self.table).values(key=key, value=bytes(value), expires_at=expires)
+        stmt = insert.on_conflict_do_update(
+            index_elements=[self.table.c.key],
+            set_={"value": insert.excluded.value, "expires_at": insert.excluded.expires_at},
+        )
+        async with self._auto.connect() as conn:
+            await conn.execute(stmt)
+
+    async def delete(self, key: str) -> None:
+        """Forget `key` (no error when absent)."""
+        stmt = sa.delete(self.table).where(self.table.c.key == key)
+        async with self._auto.connect() as conn:
+            await conn.execute(stmt)
+
+    async def clear(self) -> None:
+        """Forget every entry of this cache's table."""
+        async with self._auto.connect() as conn:
+            await conn.execute(sa.delete(self.table))
+
+    async def purge_expired(self) -> int:
+        """Delete the expired entries; return how many."""
+        stmt = sa.delete(self.table).where(self.table.c.expires_at <= self._now)
+        async with self._auto.connect() as conn:
+            result = await conn.execute(stmt)
+        return max(0, result.rowcount)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SQLStores:
+    """The three SQL stores on one engine, from `create_sql_stores`."""
+
+    engine: AsyncEngine
+    """The shared engine."""
+    confirmations: SQLConfirmationStore
+    """For `ToolExecutor(confirmations=...)`."""
+    rate_limits: SQLRateLimitStore
+    """For `ToolExecutor(rate_limits=...)`."""
+    cache: SQLCache
+    """For `ToolExecutor(cache=...)`."""
+    owns_engine: bool
+    """Whether `aclose` disposes the engine (it was made from a URL)."""
+
+    async def create_tables(self) -> None:
+        """Create the three stores' tables if missing (idempotent)."""
+        for store in (self.confirmations, self.rate_limits, self.cache):
+            await store.create_tables()
+
+    async def drop_tables(self) -> None:
+        """Drop the three stores' tables."""
+        for store in (self.confirmations, self.rate_limits, self.cache):
+            await store.drop_tables()
+
+    async def aclose(self) -> None:
+        """Dispose the engine if it was made from a URL."""
+        if self.owns_engine:
+            await self.engine.dispose()
+
+    async def __aenter__(self) -> SQLStores:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def create_sql_stores(
+    engine: AsyncEngine | str,
+    *,
+    table_prefix: str = DEFAULT_TABLE_PREFIX,
+    engine_options: Mapping[str, Any] | None = None,
+) -> SQLStores:
+    """The confirmation store, rate-limit store and cache on ONE engine (one connection pool).
+
+    Args:
+        engine: A database URL (`"sqlite+aiosqlite:///toolrun.db"`,
+            `"postgresql+asyncpg://user@host/db"`) or an `AsyncEngine` you own and close.
+        table_prefix: Prefix of the three table names (lowercase letters, digits, `_`).
+        engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
+
+    Returns:
+        The stores; `await stores.create_tables()` before first use, `await stores.aclose()` at the end.
+    """
+    _check_prefix(table_prefix)
+    if isinstance(engine, str):
+        shared = _make_engine(engine, engine_options)
+        owns = True
+    else:
+        if engine_options:
+            raise ValueError("engine_options apply to an engine made from a URL, not to a given engine.")
+        shared, owns = engine, False
+    try:
+        return SQLStores(
+            engine=shared,
+            confirmations=SQLConfirmationStore(shared, table_prefix=table_prefix),
+            rate_limits=SQLRateLimitStore(shared, table_prefix=table_prefix),
+            cache=SQLCache(shared, table_prefix=table_prefix),
+            owns_engine=owns,
+        )
+    except Exception:
+        if owns:
+            shared.sync_engine.dispose()
+        raise
