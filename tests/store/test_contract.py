@@ -320,11 +320,11 @@ async def test_cache_round_trips_bytes(backend: Backend) -> None:
 
 async def test_cache_entries_expire(backend: Backend) -> None:
     cache = backend.cache
-    await cache.set("short", b"1", ttl=0.25)
-    await cache.set("long", b"2", ttl=60)
-    await cache.set("renewed", b"old", ttl=0.25)
-    await cache.set("renewed", b"new", ttl=60)  # a new set replaces value and ttl
+    await cache.set("short", b"1", ttl=0.3)
     assert await cache.get("short") == b"1"
+    await cache.set("long", b"2", ttl=60)
+    await cache.set("renewed", b"old", ttl=0.3)
+    await cache.set("renewed", b"new", ttl=60)  # a new set replaces value and ttl
 
     async def short_gone() -> bool:
         return await cache.get("short") is None

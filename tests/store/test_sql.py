@@ -126,9 +126,10 @@ async def test_a_store_made_from_a_url_closes_its_engine(tmp_path: Path) -> None
     store = SQLCache(f"sqlite+aiosqlite:///{tmp_path / 'own.db'}")
     await store.create_tables()
     await store.set("k", b"v", ttl=60)
-    assert store.engine.pool.checkedin() >= 1
+    pool = store.engine.pool
+    assert pool.checkedin() >= 1
     await store.aclose()
-    assert store.engine.pool.checkedin() == 0
+    assert pool.checkedin() == 0  # its connections are closed
 
 
 @pytest.mark.parametrize("prefix", ["Toolrun_", "1x_", "a-b_", "x" * 41, "t; drop table x", "é_"])

@@ -27,9 +27,11 @@ atomicity is the whole argument, there is no read-then-write in Python and no tr
 - `SQLRateLimitStore.acquire` is one `INSERT ... ON CONFLICT (key) DO UPDATE ... RETURNING` that refills
   the bucket and takes the cost in SQL. PostgreSQL guarantees the upsert an atomic insert-or-update
   outcome, and its `DO UPDATE` works on the latest committed row under a row lock, so two racing
-  acquires see each other's result. SQLite runs the statement under its write lock. This is the
-  single-UPSERT variant of the "lock the row, refill, take" recipe: one round trip instead of four, and
-  nothing held across awaits. The statement records its decision in the row (`granted`) because
+  acquires see each other's result. SQLite runs the statement under its write lock, held from the
+  statement's first read to its commit: the lock `BEGIN IMMEDIATE` would take up front, without a
+  transaction around it, so there is no read-then-upgrade window (and no `SQLITE_BUSY` deadlock). This
+  is the single-UPSERT variant of the "lock the row, refill, take" recipe: one round trip instead of
+  four, and nothing held across awaits. The statement records its decision in the row (`granted`) because
   `RETURNING` only sees the new row.
 - The clock of a bucket and of a cache entry is the DATABASE's (`statement_timestamp()` on PostgreSQL,
   `julianday('now')` on SQLite), so processes on several hosts agree on when a token comes back. A
