@@ -14,19 +14,14 @@ How toolrun's neutral conversation maps onto the Messages API:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolrun.models._base import RetryPolicy
-from toolrun.models._errors import (
-    ProviderResponseError,
-    ProviderStreamError,
-    map_sdk_error,
-    map_stream_error,
-)
+from toolrun.models._client import _SDKClientModel
+from toolrun.models._errors import ProviderResponseError
 from toolrun.models._messages import (
     AssistantMessage,
-    FinalResponse,
     FinishReason,
     ModelRequest,
     ModelResponse,
@@ -78,14 +73,6 @@ def _input_object(arguments: Any) -> dict[str, Any]:
     return decoded if isinstance(decoded, dict) else {"_invalid_arguments": arguments}
 
 
-def _as_dict(obj: Any, what: str) -> dict[str, Any]:
-    to_dict = getattr(obj, "to_dict", None)
-    data = to_dict(warnings=False) if callable(to_dict) else obj
-    if not isinstance(data, dict):
-        raise ProviderResponseError(f"{what} is not a JSON object: {str(data)[:200]!r}", provider="anthropic")
-    return data
-
-
 def _usage(data: Any, into: Usage | None = None) -> Usage:
     """Anthropic's `input_tokens` excludes cached tokens; toolrun's includes them."""
     usage = into or Usage(requests=1)
@@ -104,7 +91,7 @@ def _usage(data: Any, into: Usage | None = None) -> Usage:
     return usage
 
 
-class AnthropicModel:
+class AnthropicModel(_SDKClientModel):
     """A Claude model behind the Anthropic Messages API.
 
     Args:
@@ -121,6 +108,8 @@ class AnthropicModel:
     """
 
     provider = "anthropic"
+    _sdk_keywords = ("model", "messages", "max_tokens", "stream")
+    _stream_item = "a stream event"
 
     def __init__(
         self,
@@ -137,29 +126,24 @@ class AnthropicModel:
     ) -> None:
         if not model_name:
             raise ValueError("AnthropicModel needs a model name, e.g. AnthropicModel('claude-haiku-4-5').")
-        if client is not None and (base_url is not None or api_key is not None):
-            raise ValueError("Pass either client= or base_url=/api_key=, not both: the client has its own.")
-        if retry is not None and max_retries is not None:
-            raise ValueError("Pass either retry= or max_retries=, not both.")
-        self.model_name = model_name
-        self.base_url = base_url
-        self._api_key = api_key
-        self._given_client = client
-        self._client: Any = None
+        super().__init__(
+            model_name,
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            max_retries=max_retries,
+            retry=retry,
+            settings=settings,
+        )
         self.strict_tools = strict_tools
-        self.retry = retry or RetryPolicy(max_retries=2 if max_retries is None else max_retries)
-        self.settings = settings or ModelSettings()
         self.max_tokens = max_tokens
 
     @property
     def name(self) -> str:
         return f"anthropic:{self.model_name}"
 
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self.model_name!r}, base_url={self.base_url!r})"
-
     # --------------------------------------------------------------------------------------------------
-    # Client lifecycle
+    # The SDK
 
     @staticmethod
     def _sdk_module() -> ModuleType:
@@ -167,34 +151,11 @@ class AnthropicModel:
 
         return anthropic
 
-    def _sdk(self) -> Any:
-        if self._client is None:
-            anthropic = self._sdk_module()
-            try:
-                if self._given_client is not None:
-                    self._client = self._given_client.with_options(max_retries=0)
-                else:
-                    self._client = anthropic.AsyncAnthropic(
-                        api_key=self._api_key, base_url=self.base_url, max_retries=0
-                    )
-            except Exception as exc:
-                error = map_sdk_error(exc, provider=self.provider, sdk=anthropic)
-                if error is None:
-                    raise
-                raise error from exc
-        return self._client
+    def _new_client(self, sdk: ModuleType) -> Any:
+        return sdk.AsyncAnthropic(api_key=self._api_key, base_url=self.base_url, max_retries=0)
 
-    async def aclose(self) -> None:
-        """Close the HTTP client toolrun created (a client you passed in stays yours to close)."""
-        client, self._client = self._client, None
-        if client is not None and self._given_client is None:
-            await client.close()
-
-    async def __aenter__(self) -> AnthropicModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    async def _send(self, client: Any, arguments: dict[str, Any]) -> Any:
+        return await client.messages.create(**arguments)
 
     # --------------------------------------------------------------------------------------------------
     # Request building
@@ -285,26 +246,6 @@ class AnthropicModel:
             body["stream"] = True
         return body
 
-    def _call_arguments(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
-        """Keyword arguments for the SDK call.
-
-        Only the parameters the SDK needs to pick its return type travel as keywords; the rest of the body,
-        already in wire form, goes as `extra_body`, so toolrun does not depend on which fields a given SDK
-        version declares (SDKs add and drop them often). The settings' `extra_body` wins over both.
-        """
-        settings = self.settings.merge(request.settings)
-        body = self.build_body(request, stream=stream)
-        arguments: dict[str, Any] = {
-            key: body.pop(key) for key in ("model", "messages", "max_tokens", "stream") if key in body
-        }
-        if settings.extra_body:
-            body.update(settings.extra_body)
-        if body:
-            arguments["extra_body"] = body
-        if settings.timeout is not None:
-            arguments["timeout"] = settings.timeout
-        return arguments
-
     # --------------------------------------------------------------------------------------------------
     # Response parsing
 
@@ -353,68 +294,18 @@ class AnthropicModel:
         )
 
     # --------------------------------------------------------------------------------------------------
-    # The Model protocol
+    # Streaming
 
-    async def _create(self, arguments: dict[str, Any]) -> Any:
-        """The one boundary where SDK exceptions become `ProviderError`s."""
-        client = self._sdk()
-        try:
-            return await client.messages.create(**arguments)
-        except Exception as exc:
-            error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
-            if error is None:
-                raise
-            raise error from exc
+    def _stream_assembler(self, request: ModelRequest) -> StreamAssembler:
+        return StreamAssembler(request.tools.original_name, decode_arguments=True)
 
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        arguments = self._call_arguments(request)
+    def _stream_done(self, item: dict[str, Any]) -> bool:
+        return item.get("type") == "message_stop"
 
-        async def attempt() -> ModelResponse:
-            message = await self._create(arguments)
-            return self.parse_response(_as_dict(message, "the response"), request)
+    def _stream_unfinished(self, asm: StreamAssembler, *, done: bool) -> str | None:
+        return None if done else f"the stream ended after {asm.chunks} events without message_stop"
 
-        return await self.retry.call(attempt)
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        arguments = self._call_arguments(request, stream=True)
-        sdk_stream = await self.retry.call(lambda: self._create(arguments))
-        assembler = StreamAssembler(request.tools.original_name, decode_arguments=True)
-        complete = False
-        iterator = sdk_stream.__aiter__()
-        try:
-            while not complete:
-                try:
-                    event = _as_dict(await iterator.__anext__(), "a stream event")
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    error = map_stream_error(exc, provider=self.provider, sdk=self._sdk_module())
-                    if error is None:
-                        raise
-                    raise ProviderStreamError(
-                        f"the stream broke off: {error.message}",
-                        partial=assembler.response(partial=True),
-                        provider=self.provider,
-                        status_code=error.status_code,
-                        body=error.body,
-                    ) from exc
-                complete = event.get("type") == "message_stop"
-                for out in self._event(event, assembler):
-                    yield out
-        finally:
-            await sdk_stream.close()
-        if not complete:
-            raise ProviderStreamError(
-                f"the stream ended after {assembler.chunks} events without message_stop",
-                partial=assembler.response(partial=True),
-                provider=self.provider,
-            )
-        for ready in assembler.finish_all():
-            yield ready
-        yield FinalResponse(response=assembler.response())
-
-    @staticmethod
-    def _event(event: dict[str, Any], asm: StreamAssembler) -> list[StreamEvent]:
+    def _stream_events(self, event: dict[str, Any], asm: StreamAssembler) -> list[StreamEvent]:
         asm.chunks += 1
         kind = event.get("type")
         if kind == "message_start":

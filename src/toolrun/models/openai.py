@@ -12,19 +12,14 @@ local = OpenAIModel("llama3.1", base_url="http://127.0.0.1:11434/v1")      # Oll
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolrun.models._base import RetryPolicy
-from toolrun.models._errors import (
-    ProviderResponseError,
-    ProviderStreamError,
-    map_sdk_error,
-    map_stream_error,
-)
+from toolrun.models._client import _SDKClientModel
+from toolrun.models._errors import ProviderResponseError
 from toolrun.models._messages import (
     AssistantMessage,
-    FinalResponse,
     FinishReason,
     Message,
     ModelRequest,
@@ -69,15 +64,6 @@ def _arguments_text(arguments: Any) -> str:
     return json.dumps(dict(arguments), ensure_ascii=False)
 
 
-def _as_dict(obj: Any, what: str) -> dict[str, Any]:
-    """The SDK's (leniently built) object as plain data; anything but a JSON object is malformed."""
-    to_dict = getattr(obj, "to_dict", None)
-    data = to_dict(warnings=False) if callable(to_dict) else obj
-    if not isinstance(data, dict):
-        raise ProviderResponseError(f"{what} is not a JSON object: {str(data)[:200]!r}", provider="openai")
-    return data
-
-
 def _usage(data: Any) -> Usage:
     if not isinstance(data, Mapping):
         return Usage(requests=1)
@@ -91,7 +77,7 @@ def _usage(data: Any) -> Usage:
     )
 
 
-class OpenAIModel:
+class OpenAIModel(_SDKClientModel):
     """A model behind the OpenAI Chat Completions API, on OpenAI or any compatible server.
 
     Args:
@@ -113,6 +99,8 @@ class OpenAIModel:
     """
 
     provider = "openai"
+    _sdk_keywords = ("model", "messages", "stream")
+    _stream_item = "a stream chunk"
 
     def __init__(
         self,
@@ -130,19 +118,17 @@ class OpenAIModel:
     ) -> None:
         if not model_name:
             raise ValueError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4o-mini').")
-        if client is not None and (base_url is not None or api_key is not None):
-            raise ValueError("Pass either client= or base_url=/api_key=, not both: the client has its own.")
-        if retry is not None and max_retries is not None:
-            raise ValueError("Pass either retry= or max_retries=, not both.")
-        self.model_name = model_name
-        self.base_url = base_url
-        self._api_key = api_key
-        self._given_client = client
-        self._client: Any = None
+        super().__init__(
+            model_name,
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            max_retries=max_retries,
+            retry=retry,
+            settings=settings,
+        )
         official = base_url is None or _OFFICIAL_HOST in base_url
         self.strict_tools = strict_tools if strict_tools is not None else official
-        self.retry = retry or RetryPolicy(max_retries=2 if max_retries is None else max_retries)
-        self.settings = settings or ModelSettings()
         self.stream_usage = stream_usage
         self.system_role = system_role
         # OpenAI deprecated `max_tokens` for `max_completion_tokens`; compatible servers know the old name.
@@ -154,11 +140,8 @@ class OpenAIModel:
             return f"openai:{self.model_name}"
         return f"openai-compatible:{self.base_url}:{self.model_name}"
 
-    def __repr__(self) -> str:
-        return f"OpenAIModel({self.model_name!r}, base_url={self.base_url!r})"
-
     # --------------------------------------------------------------------------------------------------
-    # Client lifecycle
+    # The SDK
 
     @staticmethod
     def _sdk_module() -> ModuleType:
@@ -166,37 +149,16 @@ class OpenAIModel:
 
         return openai
 
-    def _sdk(self) -> Any:
-        if self._client is None:
-            openai = self._sdk_module()
-            try:
-                if self._given_client is not None:
-                    self._client = self._given_client.with_options(max_retries=0)
-                else:
-                    api_key = self._api_key
-                    if api_key is None and self.base_url is not None:
-                        import os
+    def _new_client(self, sdk: ModuleType) -> Any:
+        api_key = self._api_key
+        if api_key is None and self.base_url is not None:
+            import os
 
-                        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
-                    self._client = openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0)
-            except Exception as exc:
-                error = map_sdk_error(exc, provider=self.provider, sdk=openai)
-                if error is None:
-                    raise
-                raise error from exc
-        return self._client
+            api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
+        return sdk.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0)
 
-    async def aclose(self) -> None:
-        """Close the HTTP client toolrun created (a client you passed in stays yours to close)."""
-        client, self._client = self._client, None
-        if client is not None and self._given_client is None:
-            await client.close()
-
-    async def __aenter__(self) -> OpenAIModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    async def _send(self, client: Any, arguments: dict[str, Any]) -> Any:
+        return await client.chat.completions.create(**arguments)
 
     # --------------------------------------------------------------------------------------------------
     # Request building
@@ -260,26 +222,6 @@ class OpenAIModel:
                 body["stream_options"] = {"include_usage": True}
         return body
 
-    def _call_arguments(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
-        """Keyword arguments for the SDK call.
-
-        Only the parameters the SDK needs to pick its return type travel as keywords; the rest of the body,
-        already in wire form, goes as `extra_body`, so toolrun does not depend on which fields a given SDK
-        version declares (SDKs add and drop them often). The settings' `extra_body` wins over both.
-        """
-        settings = self.settings.merge(request.settings)
-        body = self.build_body(request, stream=stream)
-        arguments: dict[str, Any] = {
-            key: body.pop(key) for key in ("model", "messages", "stream") if key in body
-        }
-        if settings.extra_body:
-            body.update(settings.extra_body)
-        if body:
-            arguments["extra_body"] = body
-        if settings.timeout is not None:
-            arguments["timeout"] = settings.timeout
-        return arguments
-
     # --------------------------------------------------------------------------------------------------
     # Response parsing
 
@@ -329,66 +271,14 @@ class OpenAIModel:
         )
 
     # --------------------------------------------------------------------------------------------------
-    # The Model protocol
+    # Streaming
 
-    async def _create(self, arguments: dict[str, Any]) -> Any:
-        """The one boundary where SDK exceptions become `ProviderError`s."""
-        client = self._sdk()
-        try:
-            return await client.chat.completions.create(**arguments)
-        except Exception as exc:
-            error = map_sdk_error(exc, provider=self.provider, sdk=self._sdk_module())
-            if error is None:
-                raise
-            raise error from exc
+    def _stream_unfinished(self, asm: StreamAssembler, *, done: bool) -> str | None:
+        if asm.finish_reason is not None:
+            return None
+        return f"the stream ended after {asm.chunks} chunks without a finish_reason"
 
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        arguments = self._call_arguments(request)
-
-        async def attempt() -> ModelResponse:
-            completion = await self._create(arguments)
-            return self.parse_response(_as_dict(completion, "the response"), request)
-
-        return await self.retry.call(attempt)
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        arguments = self._call_arguments(request, stream=True)
-        sdk_stream = await self.retry.call(lambda: self._create(arguments))
-        assembler = StreamAssembler(request.tools.original_name)
-        iterator = sdk_stream.__aiter__()
-        try:
-            while True:
-                try:
-                    chunk = _as_dict(await iterator.__anext__(), "a stream chunk")
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    error = map_stream_error(exc, provider=self.provider, sdk=self._sdk_module())
-                    if error is None:
-                        raise
-                    raise ProviderStreamError(
-                        f"the stream broke off: {error.message}",
-                        partial=assembler.response(partial=True),
-                        provider=self.provider,
-                        status_code=error.status_code,
-                        body=error.body,
-                    ) from exc
-                for event in self._chunk_events(chunk, assembler):
-                    yield event
-        finally:
-            await sdk_stream.close()
-        if assembler.finish_reason is None:
-            raise ProviderStreamError(
-                f"the stream ended after {assembler.chunks} chunks without a finish_reason",
-                partial=assembler.response(partial=True),
-                provider=self.provider,
-            )
-        for ready in assembler.finish_all():
-            yield ready
-        yield FinalResponse(response=assembler.response())
-
-    @staticmethod
-    def _chunk_events(chunk: dict[str, Any], asm: StreamAssembler) -> list[StreamEvent]:
+    def _stream_events(self, chunk: dict[str, Any], asm: StreamAssembler) -> list[StreamEvent]:
         asm.chunks += 1
         asm.raw = chunk
         if chunk.get("id") and asm.response_id is None:
