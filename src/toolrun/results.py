@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 __all__ = ["ErrorCode", "ResultStatus", "ToolError", "ToolResult"]
 
+# One encoder for every render: `json.dumps` with options builds a new encoder per call (hot path).
+_RENDER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
 ResultStatus = Literal["ok", "error", "confirmation_required"]
 
 
@@ -197,7 +200,7 @@ class ToolResult:
             return "Done. (The result was delivered to the user and is not shown here.)"
         if isinstance(self.value, str):
             return self.value
-        return json.dumps(self.value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return _RENDER.encode(self.value)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe form; `from_dict` reverses it."""

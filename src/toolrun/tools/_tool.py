@@ -285,6 +285,8 @@ class Tool:
 
         This is the bare call: no timeout, no gates. Use `ToolExecutor` to run calls from a model.
         """
+        if self._context_param is None and not self._positional_only:
+            return self._fn(**arguments)
         kwargs = dict(arguments)
         if self._context_param is not None:
             kwargs[self._context_param] = context if context is not None else ToolContext()

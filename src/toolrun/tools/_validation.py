@@ -64,7 +64,7 @@ def _decode(tool: str, arguments: str | Mapping[str, Any] | None) -> Any:
         return arguments
     if not isinstance(arguments, str):  # bytes, lists, numbers: not an arguments object
         raise ArgumentsError(tool, [_not_an_object(arguments)])
-    if not arguments.strip():
+    if not arguments or arguments.isspace():
         return {}
     try:
         return pydantic_core.from_json(arguments)
@@ -135,7 +135,7 @@ class PydanticArguments:
 
     def validate(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         try:
-            if isinstance(arguments, str) and arguments.strip():
+            if isinstance(arguments, str) and arguments and not arguments.isspace():
                 instance = self._model.model_validate_json(arguments)
             else:
                 instance = self._model.model_validate(_decode(self.tool, arguments))
