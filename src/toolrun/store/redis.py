@@ -35,9 +35,10 @@ Redis runs a Lua script as one command: nothing else runs between its first and 
   contract); then Redis drops it by itself. Index entries of dropped keys are skipped when read and
   removed lazily. Full buckets expire: a full bucket and no bucket are the same thing.
 
-The scripts of the confirmation store touch several keys; all of them are built from `key_prefix`, so
-on Redis Cluster a prefix with a hash tag (`"{toolrun}:"`) keeps them in one slot. Needs Redis 5 or
-later. The module is never imported by `import toolrun`; import it as `from toolrun.store.redis import ...`.
+The scripts of the confirmation store touch several keys, all built from `key_prefix` (the purge script
+builds some itself): on Redis Cluster, a prefix with a hash tag (`"{toolrun}:"`) would keep them in one
+slot, but only a single server (or a primary with replicas) is tested. Needs Redis 5 or later (scripts
+replicated by effects, for `TIME`). The module is never imported by `import toolrun`; import it as `from toolrun.store.redis import ...`.
 """
 
 from __future__ import annotations
