@@ -38,13 +38,13 @@ REDIS_URL = os.environ.get("TOOLRUN_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 _HOW_TO_START = {
     "postgresql": (
-        "PostgreSQL (127.0.0.1:5432, database 'test', trust auth)",
+        f"PostgreSQL at {POSTGRES_URL} (trust auth)",
         "`.ci/run` starts it with `pg_ctlcluster --skip-systemctl-redirect <version> main start` when "
         "`pg_isready -h 127.0.0.1 -p 5432` fails; the database must exist (`createdb -h 127.0.0.1 -U "
         "postgres test`). Set TOOLRUN_TEST_POSTGRES_URL to use another server.",
     ),
     "redis": (
-        "Redis (127.0.0.1:6379)",
+        f"Redis at {REDIS_URL}",
         "`.ci/run` starts it with `redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 ...` "
         "when `redis-cli -h 127.0.0.1 ping` fails. Set TOOLRUN_TEST_REDIS_URL to use another server.",
     ),
