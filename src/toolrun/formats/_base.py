@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Protocol, runtime_checkable
 
 from toolrun.exceptions import SchemaError
@@ -130,6 +130,25 @@ class Reader:
         if not isinstance(value, list):
             self.fail(path, f"expected a list, got {_kind(value)}")
         return value
+
+    def typed_items(
+        self, response: Any, key: str, kind: str, *, expected: str
+    ) -> Sequence[tuple[str, Mapping[str, Any]]]:
+        """The objects of type `kind` in `response[key]`, or in `response` itself when it is a list, with
+        their paths; every entry must be an object (`expected` names what `response` should be)."""
+        data = self.data(response)
+        if isinstance(data, list):
+            base, entries = "", data
+        else:
+            holder = self.mapping(data, "", expected=expected)
+            base, entries = key, self.list(self.field(holder, key, ""), key)
+        found: list[tuple[str, Mapping[str, Any]]] = []
+        for i, raw in enumerate(entries):
+            path = f"{base}[{i}]"
+            entry = self.mapping(raw, path)
+            if entry.get("type") == kind:
+                found.append((path, entry))
+        return found
 
     def field(self, holder: Mapping[str, Any], key: str, path: str) -> Any:
         if key not in holder:

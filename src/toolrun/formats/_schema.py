@@ -43,11 +43,16 @@ __all__ = [
     "PlainSchema",
     "SchemaTransformer",
     "admits_null",
+    "bound_items",
+    "described",
     "descriptive",
     "label",
     "list_value",
     "mapping_value",
+    "pop_tuple",
+    "positions",
     "resolve_pointer",
+    "tuple_items",
     "type_names",
     "with_notes",
     "words",
@@ -162,6 +167,16 @@ def with_notes(description: Any, notes: list[str]) -> str | None:
     if text and text[-1] not in ".!?:)":
         text += "."
     return " ".join([text, *notes]) if text else " ".join(notes)
+
+
+def described(node: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """`node`, changed in place, with `notes` added to its description (dropped when both are empty)."""
+    text = with_notes(node.get("description"), notes)
+    if text is None:
+        node.pop("description", None)
+    else:
+        node["description"] = text
+    return node
 
 
 def type_names(schema: Mapping[str, Any]) -> list[str]:
@@ -306,6 +321,41 @@ def split_types(node: Mapping[str, Any]) -> list[dict[str, Any]]:
             branch["enum"] = [v for v in branch["enum"] if _fits(v, name)]
         branches.append(branch)
     return branches
+
+
+def pop_tuple(node: dict[str, Any]) -> tuple[list[Any], Any] | None:
+    """Take a tuple's keywords out of `node`: its item schemas in order, and what may follow them.
+
+    The item schemas are `prefixItems`, or an old-style `items` list; what may follow is the `items` left
+    beside `prefixItems` (None when absent). Returns None when `node` is no tuple; an empty or malformed
+    `prefixItems` (or `items` list) is still taken out.
+    """
+    prefix = node.pop("prefixItems", None)
+    if isinstance(node.get("items"), list):
+        prefix = node.pop("items")
+    if not isinstance(prefix, list) or not prefix:
+        return None
+    return prefix, node.pop("items", None)
+
+
+def tuple_items(prefix: list[Any], rest: Any) -> list[Any]:
+    """The distinct schemas a tuple's items may take, in order: `prefix`, then `rest` when it is a schema."""
+    unique: list[Any] = []
+    for item in [*prefix, *([rest] if isinstance(rest, dict) else [])]:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def bound_items(node: dict[str, Any], count: int) -> None:
+    """Limit an array `node` to exactly `count` items (a closed tuple), keeping bounds that are stricter."""
+    node["minItems"] = max(node.get("minItems", 0), count)
+    node["maxItems"] = min(node.get("maxItems", count), count)
+
+
+def positions(prefix: list[Any]) -> str:
+    """A tuple's item schemas by position, for description text ("1: integer; 2: string")."""
+    return "; ".join(f"{i + 1}: {label(p)}" for i, p in enumerate(prefix))
 
 
 def _fits(value: Any, type_name: str) -> bool:

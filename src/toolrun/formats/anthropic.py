@@ -46,10 +46,14 @@ from toolrun.formats._schema import (
     METADATA,
     At,
     PlainSchema,
+    described,
     iter_nodes,
     label,
     mapping_value,
+    pop_tuple,
+    positions,
     resolve_pointer,
+    tuple_items,
     type_names,
     with_notes,
     words,
@@ -151,13 +155,13 @@ class AnthropicStrictSchema(AnthropicSchema):
             self.move(node, "minItems", notes, at, why=" (only 0 or 1 in strict mode)")
         for key in [k for k in node if k not in self.KEPT]:
             self.move(node, key, notes, at, why=" (not in the strict subset)")
-        return _described(node, notes)
+        return described(node, notes)
 
     def _any(self, node: dict[str, Any], notes: list[str], at: At) -> dict[str, Any]:
         for key in [k for k in node if k not in ("description", "title")]:
             self.move(node, key, notes, at)
         self.changes.append(f"{at.path or '/'}: any value → string (strict mode needs a type)")
-        return _described({"type": "string", **node}, notes)
+        return described({"type": "string", **node}, notes)
 
     def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
         self.drop_cut_properties(node, at)
@@ -191,25 +195,13 @@ class AnthropicStrictSchema(AnthropicSchema):
                 )
 
     def _array(self, node: dict[str, Any], notes: list[str], at: At) -> None:
-        prefix = node.pop("prefixItems", None)
-        if isinstance(node.get("items"), list):
-            prefix = node.pop("items")
-        if isinstance(prefix, list) and prefix:
-            rest = node.pop("items", None)
-            unique: list[Any] = []
-            for item in [*prefix, *([rest] if isinstance(rest, dict) else [])]:
-                if item not in unique:
-                    unique.append(item)
+        tuple_ = pop_tuple(node)
+        if tuple_ is not None:
+            prefix, rest = tuple_
+            unique = tuple_items(prefix, rest)
             node["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
-            notes.append(
-                f"Exactly {len(prefix)} items"
-                + (
-                    ": " + "; ".join(f"{i + 1}: {label(p)}" for i, p in enumerate(prefix))
-                    if len(unique) > 1
-                    else ""
-                )
-                + "."
-            )
+            shown = f": {positions(prefix)}" if len(unique) > 1 else ""
+            notes.append(f"Exactly {len(prefix)} items{shown}.")
             for key in ("minItems", "maxItems"):
                 if node.get(key) == len(prefix):
                     del node[key]
@@ -243,15 +235,6 @@ class AnthropicStrictSchema(AnthropicSchema):
             _collapse(node)
             self.changes.append("a union reduced to its first branch (ANT-L-UNION budget)")
         return schema
-
-
-def _described(node: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    text = with_notes(node.get("description"), notes)
-    if text is None:
-        node.pop("description", None)
-    else:
-        node["description"] = text
-    return node
 
 
 def _without_null(schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -419,18 +402,11 @@ class AnthropicFormat(BaseFormat):
             ToolCallParseError: the response is not a Messages API message or content list.
         """
         reader = Reader(self.name)
-        data = reader.data(response)
-        if isinstance(data, list):
-            base, blocks = "", data
-        else:
-            holder = reader.mapping(data, "", expected="a Messages API message or a list of content blocks")
-            base, blocks = "content", reader.list(reader.field(holder, "content", ""), "content")
+        blocks = reader.typed_items(
+            response, "content", "tool_use", expected="a Messages API message or a list of content blocks"
+        )
         calls = []
-        for i, raw in enumerate(blocks):
-            path = f"{base}[{i}]"
-            block = reader.mapping(raw, path)
-            if block.get("type") != "tool_use":
-                continue
+        for path, block in blocks:
             call_id = reader.string(block, "id", path)
             wire = reader.string(block, "name", path)
             arguments = block.get("input", {})

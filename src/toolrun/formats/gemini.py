@@ -66,7 +66,11 @@ from toolrun.formats._schema import (
     METADATA,
     At,
     SchemaTransformer,
+    bound_items,
+    described,
     label,
+    pop_tuple,
+    positions,
     split_types,
     type_names,
     with_notes,
@@ -223,7 +227,7 @@ class GeminiSchema(SchemaTransformer):
         for key in [k for k in node if k not in self.FIELDS]:
             self.move(node, key, notes, at, why=" (not a field of Gemini's Schema)")
         node["type"] = kind.upper()
-        return _described(node, notes)
+        return described(node, notes)
 
     def _literals(self, node: dict[str, Any], notes: list[str], at: At) -> None:
         if "const" in node:
@@ -271,18 +275,13 @@ class GeminiSchema(SchemaTransformer):
             node.pop("required", None)
 
     def _array(self, node: dict[str, Any], notes: list[str], at: At) -> None:
-        prefix = node.pop("prefixItems", None)
-        if isinstance(node.get("items"), list):
-            prefix = node.pop("items")
-        if isinstance(prefix, list) and prefix:
-            rest = node.pop("items", None)
+        tuple_ = pop_tuple(node)
+        if tuple_ is not None:
+            prefix, rest = tuple_
             node["items"] = prefix[0]
-            notes.append(
-                "Items in order: " + "; ".join(f"{i + 1}: {label(p)}" for i, p in enumerate(prefix)) + "."
-            )
+            notes.append(f"Items in order: {positions(prefix)}.")
             if rest is None or rest is False:
-                node["minItems"] = max(node.get("minItems", 0), len(prefix))
-                node["maxItems"] = min(node.get("maxItems", len(prefix)), len(prefix))
+                bound_items(node, len(prefix))
             self.changes.append(f"{at.path or '/'}: tuple (prefixItems) → array typed by its first item")
         if not isinstance(node.get("items"), dict):
             node.pop("items", None)
@@ -293,7 +292,7 @@ class GeminiSchema(SchemaTransformer):
         for key in [k for k in node if k not in ("description", "nullable")]:
             self.move(node, key, notes, at)
         self.changes.append(f"{at.path or '/'}: any value → STRING")
-        return _described({"type": "STRING", **node}, notes)
+        return described({"type": "STRING", **node}, notes)
 
 
 def _json_type(value: Any) -> str:
@@ -308,15 +307,6 @@ def _json_type(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     return "string"
-
-
-def _described(node: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    text = with_notes(node.get("description"), notes)
-    if text is None:
-        node.pop("description", None)
-    else:
-        node["description"] = text
-    return node
 
 
 class GeminiFormat(BaseFormat):

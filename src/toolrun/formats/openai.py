@@ -64,15 +64,19 @@ from toolrun.formats._schema import (
     PlainSchema,
     SchemaTransformer,
     admits_null,
+    bound_items,
+    described,
     descriptive,
     iter_nodes,
     label,
     list_value,
     mapping_value,
+    pop_tuple,
+    positions,
     resolve_pointer,
     split_types,
+    tuple_items,
     type_names,
-    with_notes,
     words,
 )
 from toolrun.results import ToolResult
@@ -163,24 +167,16 @@ class OpenAIStrictSchema(SchemaTransformer):
         self._string(node, notes, at)
         for key in [k for k in node if k not in self.KEPT]:
             self.move(node, key, notes, at, why=" (not in the strict subset)")
-        return self._described(node, notes)
+        return described(node, notes)
 
     # -- pieces -----------------------------------------------------------------------------------------
-
-    def _described(self, node: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-        text = with_notes(node.get("description"), notes)
-        if text is None:
-            node.pop("description", None)
-        else:
-            node["description"] = text
-        return node
 
     def _any(self, node: dict[str, Any], notes: list[str], at: At) -> dict[str, Any]:
         for key in [k for k in node if k not in ("description", "title")]:
             self.move(node, key, notes, at)
         self.changes.append(f"{at.path or '/'}: any value → scalar, null or array of scalars (strict mode)")
         out = {**any_value(), **descriptive(node)}
-        return self._described(out, notes)
+        return described(out, notes)
 
     def _ref(self, node: dict[str, Any], notes: list[str], at: At) -> dict[str, Any]:
         ref = node.pop("$ref")
@@ -188,7 +184,7 @@ class OpenAIStrictSchema(SchemaTransformer):
             self.move(node, key, notes, at, why=" (strict mode takes no keywords beside $ref)")
         if not node and not notes:
             return {"$ref": ref}
-        return self._described({"anyOf": [{"$ref": ref}], **node}, notes)
+        return described({"anyOf": [{"$ref": ref}], **node}, notes)
 
     def _split(self, node: dict[str, Any], names: list[str], notes: list[str], at: At) -> dict[str, Any]:
         branches: list[dict[str, Any]] = [self.rewrite(b, at) for b in split_types(node)]
@@ -196,7 +192,7 @@ class OpenAIStrictSchema(SchemaTransformer):
             branches.append({"type": "null"})
         self.changes.append(f"{at.path or '/'}: type list {names} → anyOf")
         out = {"anyOf": branches, **descriptive(node)}
-        return self._described(out, notes)
+        return described(out, notes)
 
     def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
         props = node["properties"] = mapping_value(node, "properties")
@@ -221,23 +217,15 @@ class OpenAIStrictSchema(SchemaTransformer):
         node["additionalProperties"] = False
 
     def _array(self, node: dict[str, Any], notes: list[str], at: At) -> None:
-        prefix = node.pop("prefixItems", None)
-        if isinstance(node.get("items"), list):
-            prefix = node.pop("items")
-        if isinstance(prefix, list) and prefix:
-            rest = node.pop("items", None)
-            unique: list[Any] = []
-            for item in [*prefix, *([rest] if isinstance(rest, dict) else [])]:
-                if item not in unique:
-                    unique.append(item)
+        tuple_ = pop_tuple(node)
+        if tuple_ is not None:
+            prefix, rest = tuple_
+            unique = tuple_items(prefix, rest)
             node["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
             if len(unique) > 1:
-                notes.append(
-                    "Items in order: " + "; ".join(f"{i + 1}: {label(p)}" for i, p in enumerate(prefix)) + "."
-                )
+                notes.append(f"Items in order: {positions(prefix)}.")
             if rest is None or rest is False:
-                node["minItems"] = max(node.get("minItems", 0), len(prefix))
-                node["maxItems"] = min(node.get("maxItems", len(prefix)), len(prefix))
+                bound_items(node, len(prefix))
             self.changes.append(f"{at.path or '/'}: tuple (prefixItems) → array of {len(prefix)} items")
         if not isinstance(node.get("items"), dict):
             node.pop("items", None)
@@ -432,18 +420,11 @@ class OpenAIResponsesFormat(BaseFormat):
             ToolCallParseError: the response is not a Responses API response or item list.
         """
         reader = Reader(self.name)
-        data = reader.data(response)
-        if isinstance(data, list):
-            base, items = "", data
-        else:
-            holder = reader.mapping(data, "", expected="a Responses API response or a list of output items")
-            base, items = "output", reader.list(reader.field(holder, "output", ""), "output")
+        items = reader.typed_items(
+            response, "output", "function_call", expected="a Responses API response or a list of output items"
+        )
         calls = []
-        for i, raw in enumerate(items):
-            path = f"{base}[{i}]"
-            item = reader.mapping(raw, path)
-            if item.get("type") != "function_call":
-                continue
+        for path, item in items:
             call_id = reader.string(item, "call_id", path)
             wire = reader.string(item, "name", path)
             args = _arguments(reader, item, path)
