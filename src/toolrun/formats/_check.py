@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 from urllib.parse import unquote
 
+from toolrun.formats._schema import is_missing, resolve_pointer, type_names
+
 __all__ = ["MAX_DEPTH", "PROVIDERS", "Violation", "check", "check_request"]
 
 Severity = Literal["error", "warning"]
@@ -82,22 +84,12 @@ def _join(path: str, key: object) -> str:
     return f"{path}/{_key(key).replace('~', '~0').replace('/', '~1')}"
 
 
-def _types(schema: Mapping[Any, Any]) -> list[str]:
-    """The ``type`` keyword as a list of strings (malformed entries dropped; shape is checked elsewhere)."""
-    value = schema.get("type")
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [item for item in value if isinstance(item, str)]
-    return []
-
-
 def _is_object(schema: Mapping[Any, Any]) -> bool:
-    return "object" in _types(schema) or ("properties" in schema and "type" not in schema)
+    return "object" in type_names(schema) or ("properties" in schema and "type" not in schema)
 
 
 def _is_container(schema: Mapping[Any, Any]) -> bool:
-    types = _types(schema)
+    types = type_names(schema)
     return "object" in types or "array" in types or any(k in schema for k in ("properties", "items"))
 
 
@@ -150,22 +142,6 @@ def _camel(key: object) -> str:
     if not head or not rest:
         return text
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _resolves(root: object, ref: str) -> bool:
-    """Whether a local ``#/...`` JSON pointer resolves inside ``root``."""
-    if ref == "#":
-        return True
-    current = root
-    for raw in ref[2:].split("/"):
-        token = unquote(raw).replace("~1", "/").replace("~0", "~")
-        if isinstance(current, Mapping) and token in current:
-            current = current[token]
-        elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
-            current = current[int(token)]
-        else:
-            return False
-    return True
 
 
 class _Report:
@@ -334,7 +310,7 @@ class _SchemaRules:
                 self.invalid(node, "$ref", "must be a string")
             elif ref == "#" or ref.startswith("#/"):
                 self.refs.append((node.ptr, unquote(ref[1:])))
-                if not _resolves(self.root, ref):
+                if is_missing(resolve_pointer(self.root, ref)):
                     self.report.add(
                         "SCHEMA-REF-UNRESOLVED",
                         self.path(_join(node.ptr, "$ref")),
@@ -445,7 +421,7 @@ class _OpenAIStrictRules(_SchemaRules):
         self._measure(node, schema, path)
 
     def _check_types(self, schema: Mapping[Any, Any], path: str) -> None:
-        for name in _types(schema):
+        for name in type_names(schema):
             if name not in self.TYPES:
                 self.report.error(
                     "OAI-S-TYPES", _join(path, "type"), f"type {_show(name)} is not supported in strict mode."
@@ -610,7 +586,7 @@ class _AnthropicStrictRules(_SchemaRules):
                     _join(path, key),
                     f"'{_key(key)}' is not in the documented strict subset.",
                 )
-        for name in _types(schema):
+        for name in type_names(schema):
             if name not in self.TYPES:
                 self.report.error(
                     "ANT-S-SUPPORTED", _join(path, "type"), f"type {_show(name)} is not a JSON type."
