@@ -38,7 +38,8 @@ Redis runs a Lua script as one command: nothing else runs between its first and 
 The scripts of the confirmation store touch several keys, all built from `key_prefix` (the purge script
 builds some itself): on Redis Cluster, a prefix with a hash tag (`"{toolrun}:"`) would keep them in one
 slot, but only a single server (or a primary with replicas) is tested. Needs Redis 5 or later (scripts
-replicated by effects, for `TIME`). The module is never imported by `import toolrun`; import it as `from toolrun.store.redis import ...`.
+replicated by effects, for `TIME`). The module is never imported by `import toolrun`; import it as
+`from toolrun.store.redis import ...`.
 """
 
 from __future__ import annotations
