@@ -406,3 +406,10 @@ async def test_function_model_sees_tools_and_messages() -> None:
 
     run = await Agent(FunctionModel(fn), registry).run("x", context=CTX)
     assert run.output == "42"
+
+
+async def test_agents_without_tools_do_not_share_a_registry() -> None:
+    first, second = Agent(ScriptedModel(["a"])), Agent(ScriptedModel(["b"]))
+    assert first.tools is not second.tools
+    run = await first.run("hi")
+    assert (run.status, run.output) == ("completed", "a")

@@ -56,9 +56,6 @@ __all__ = ["Agent"]
 
 logger = logging.getLogger("toolrun.agent")
 
-_EMPTY_REGISTRY = ToolRegistry()
-
-
 class _Stop(Exception):
     """Internal: the run reached a limit while waiting on the model."""
 
@@ -116,7 +113,7 @@ class Agent:
             raise ValueError("max_steps, max_concurrency and max_tool_errors must be at least 1.")
         self.model: Model = infer_model(model) if isinstance(model, str) else model
         if tools is None:
-            self.tools: ToolSet = executor.registry if executor is not None else _EMPTY_REGISTRY
+            self.tools: ToolSet = executor.registry if executor is not None else ToolRegistry()
         elif isinstance(tools, ToolSet):
             self.tools = tools
         else:
