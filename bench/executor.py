@@ -9,6 +9,8 @@ toolrun's rows (both scenarios), each op building its ``ToolCall`` and awaiting
   null stream (the record is built, passed to the handler, formatted into its text line and written;
   only the bytes go nowhere). OpenTelemetry is installed here but no SDK provider is set, as in an app
   that does not trace: one check per call.
+* ``toolrun_jsonl``: the same everything-on pipeline, with the audit trail written to a real JSON-Lines
+  file by ``JSONLinesAuditSink`` (batched writes) instead of through ``logging``.
 * ``toolrun_quiet``: the same executor with nobody listening (no subscriber, the audit logger not
   enabled): what it costs when observation is off.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,7 @@ import _peers_executor
 from _harness import Op
 
 from toolrun import Tool, ToolCall, ToolContext, ToolRegistry
-from toolrun.runtime import ToolEvent, ToolExecutor
+from toolrun.runtime import JSONLinesAuditSink, ToolEvent, ToolExecutor
 
 
 class NullStream:
@@ -64,6 +67,20 @@ def make_toolrun(fn: _peers_executor.ToolFn) -> Op:
     return _op(executor, fn.__name__)
 
 
+def make_toolrun_jsonl(fn: _peers_executor.ToolFn) -> Op:
+    """The same pipeline, the audit trail written to a real JSON-Lines file instead of through logging."""
+    events = [0]
+
+    def count(event: ToolEvent) -> None:
+        events[0] += 1
+
+    path = Path(tempfile.mkdtemp(prefix="toolrun-bench-")) / "audit.jsonl"
+    sink = JSONLinesAuditSink(path)
+    executor = ToolExecutor(ToolRegistry([Tool.from_function(fn)]), audit=sink, audit_logger=None)
+    executor.subscribe(count)
+    return _op(executor, fn.__name__)
+
+
 def make_toolrun_quiet(fn: _peers_executor.ToolFn) -> Op:
     executor = ToolExecutor(ToolRegistry([Tool.from_function(fn)]), audit_logger=None)
     return _op(executor, fn.__name__)
@@ -84,7 +101,15 @@ def _op(executor: ToolExecutor, name: str) -> Op:
 
 if __name__ == "__main__":
     _peers_executor.NOTES["toolrun"] = "ToolExecutor.execute: timeout + event subscriber + audit log record"
+    _peers_executor.NOTES["toolrun_jsonl"] = (
+        "ToolExecutor.execute: timeout + event subscriber + audit to a JSON-Lines file (JSONLinesAuditSink)"
+    )
     _peers_executor.NOTES["toolrun_quiet"] = "ToolExecutor.execute: timeout, nobody observing"
     _peers_executor.run(
-        toolrun={"toolrun": make_toolrun, "toolrun_quiet": make_toolrun_quiet}, argv=sys.argv[1:]
+        toolrun={
+            "toolrun": make_toolrun,
+            "toolrun_jsonl": make_toolrun_jsonl,
+            "toolrun_quiet": make_toolrun_quiet,
+        },
+        argv=sys.argv[1:],
     )

@@ -31,6 +31,8 @@ def test_readme_example_runs_as_written() -> None:
     text = (ROOT / "README.md").read_text()
     start = text.index("```python\n", text.index("## Fifteen lines")) + len("```python\n")
     code = text[start : text.index("```", start)]
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "completed Task t1 is gone."

@@ -35,6 +35,7 @@ argument values, results or messages; logged exceptions keep their type and stac
 """
 
 from toolrun.runtime._audit import AuditRecord, AuditSink, InMemoryAuditSink, canonical_json
+from toolrun.runtime._audit_file import JSONLinesAuditSink
 from toolrun.runtime._chain import ChainStep
 from toolrun.runtime._events import (
     ConfirmationRequested,
@@ -63,6 +64,7 @@ __all__ = [
     "EventBus",
     "InMemoryAuditSink",
     "Invocation",
+    "JSONLinesAuditSink",
     "Middleware",
     "ProcessIsolation",
     "RateLimitStage",
