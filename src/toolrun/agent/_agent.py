@@ -56,6 +56,7 @@ __all__ = ["Agent"]
 
 logger = logging.getLogger("toolrun.agent")
 
+
 class _Stop(Exception):
     """Internal: the run reached a limit while waiting on the model."""
 
