@@ -68,7 +68,11 @@ def test_stream_target_batch_one_and_close_is_idempotent() -> None:
         "execute", "echo", "c1", None, None, "u", "h", "ok", None, 1.23456, 1, False, None, None, 0.0
     )
     sink.write(record)
-    assert json.loads(stream.getvalue())["duration_ms"] == 1.235
+    assert json.loads(stream.getvalue())["duration_ms"] == 1.23456
+    binary = io.BytesIO()
+    with JSONLinesAuditSink(binary, batch=1) as to_bytes:
+        to_bytes.write(record)
+    assert json.loads(binary.getvalue())["tool"] == "echo"
     sink.close()
     sink.close()
     assert not stream.closed  # a stream given to the sink stays the caller's
