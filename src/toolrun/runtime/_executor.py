@@ -543,7 +543,7 @@ class ToolExecutor:
             redact=not self.log_exception_messages,
         )
         name = tool_name or "(unknown)"
-        return _errors.execution_failed(call.id, name, error_id, what="could not be started")
+        return _errors.execution_failed(call.id, name, error_id, what=what)
 
     def _front(
         self,
