@@ -29,7 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from toolrun.exceptions import ArgumentsError, SchemaError, ToolDefinitionError, ToolExampleError
 from toolrun.tools._context import ToolContext
-from toolrun.tools._function_schema import build_function_schema, clean_schema
+from toolrun.tools._function_schema import build_function_schema, clean_schema, is_context_annotation
 from toolrun.tools._lenient import normalize_schema
 from toolrun.tools._options import ToolOptions, build_options
 from toolrun.tools._validation import ArgumentsValidator, JsonSchemaArguments
@@ -377,8 +377,6 @@ class Tool:
 
 
 def _find_context_param(handler: Callable[..., Any]) -> str | None:
-    from toolrun.tools._function_schema import is_context_annotation
-
     try:
         hints = inspect.get_annotations(handler, eval_str=True)
     except Exception:
