@@ -1,0 +1,114 @@
+"""Every ```python block in README.md and docs/ runs, so no page can drift from the code.
+
+The blocks of one page run in order in one namespace (a page is a story: later blocks use names from earlier
+ones), in a fresh interpreter with the project's root as working directory. Top-level `await` is allowed,
+as in a notebook. A block that prints what the page says it prints can pin that with a following
+` ```text ` block whose first line is `# output` — the collector compares them.
+
+Only ` ```python ` blocks run; shell, JSON, TOML and text blocks are shown, never executed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+_FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+# Runs the blocks of one page: each compiled with top-level await allowed, awaited on one event loop.
+_RUNNER = r"""
+import ast, asyncio, json, sys, types
+blocks = json.loads(sys.stdin.read())
+namespace = {"__name__": "__docs__"}
+# One loop for every block with top-level await; it is not running between blocks, so a block that calls
+# asyncio.run() itself (a script's style) works too.
+with asyncio.Runner() as runner:
+    for index, (line, code) in enumerate(blocks):
+        source = "\n" * (line - 1) + code  # tracebacks give the page's own line numbers
+        compiled = compile(source, sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        result = eval(compiled, namespace)
+        if isinstance(result, types.CoroutineType):
+            runner.run(result)
+        print(f"\x00end of block {index}", flush=True)
+"""
+
+
+def python_blocks(page: Path) -> list[tuple[int, str, str | None]]:
+    """`(line, code, expected output or None)` for each ```python block of `page`."""
+    text = page.read_text()
+    found: list[tuple[int, str, str | None]] = []
+    matches = list(_FENCE.finditer(text))
+    for i, match in enumerate(matches):
+        if match.group(1) != "python":
+            continue
+        expected = None
+        following = matches[i + 1] if i + 1 < len(matches) else None
+        if (
+            following is not None
+            and following.group(1) == "text"
+            and following.group(2).startswith("# output\n")
+            and not text[match.end() : following.start()].strip()
+        ):
+            expected = following.group(2).removeprefix("# output\n")
+        line = text.count("\n", 0, match.start(2)) + 1
+        found.append((line, match.group(2), expected))
+    return found
+
+
+def test_collector_finds_blocks_and_expected_output(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# T\n\n```python\nprint(1)\n```\n\n```text\n# output\n1\n```\n\n```bash\nls\n```\n")
+    assert python_blocks(page) == [(4, "print(1)\n", "1\n")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_page_runs(page: Path) -> None:
+    blocks = python_blocks(page)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLRUN_", "OPENAI_", "ANTHROPIC_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(page.relative_to(ROOT))],
+        input=json.dumps([(line, code) for line, code, _ in blocks]),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, f"{page.name}: a block failed\n{out.stderr[-4000:]}"
+    printed = out.stdout.split("\x00")
+    for index, (line, _, expected) in enumerate(blocks):
+        chunk = printed[index] if index < len(printed) else ""
+        chunk = chunk.removeprefix(f"end of block {index - 1}\n") if index else chunk
+        if expected is not None:
+            assert chunk == expected, f"{page.name}:{line}: printed {chunk!r}, the page says {expected!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_docs_site_builds_strictly(tmp_path: Path) -> None:
+    """`make docs`: a broken link, a missing page or an unresolvable API reference fails the build."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=170,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert (tmp_path / "site" / "reference" / "runtime" / "index.html").is_file()
