@@ -1,4 +1,4 @@
-"""Checkpointers for the LangGraph tests: in memory, SQLite (a file in tmp_path), PostgreSQL (the real server).
+"""Checkpointers for the LangGraph tests: in memory, SQLite (a file in tmp_path), PostgreSQL (real server).
 
 The PostgreSQL saver gets a database of its own (`CREATE DATABASE test_<uuid>`), dropped after the test,
 because other test runs share the server. An unreachable server fails the test; nothing is skipped.
@@ -32,7 +32,7 @@ async def _admin(sql: str) -> None:
                 await conn.execute(sql)  # type: ignore[arg-type]
     except (OSError, psycopg.OperationalError) as exc:
         pytest.fail(
-            f"PostgreSQL at {POSTGRES_DSN} is unreachable ({type(exc).__name__}: {exc}); `.ci/run` starts it.",
+            f"PostgreSQL {POSTGRES_DSN} unreachable ({type(exc).__name__}: {exc}); .ci/run starts it.",
             pytrace=False,
         )
 
