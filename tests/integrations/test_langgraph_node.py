@@ -369,3 +369,32 @@ def test_import_toolrun_does_not_import_the_integrations() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sync graphs (graph.invoke) with the sync savers
+
+
+@pytest.mark.parametrize("saver", ["memory", "sqlite"])
+def test_sync_graphs_interrupt_and_resume_exactly_once(saver: str, tmp_path: Any) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    runs: Runs = collections.Counter()
+    executor = ToolExecutor(make_tools(runs))
+    cfg = config()
+
+    def scenario(checkpointer: Any) -> None:
+        app = build(executor, MIXED, checkpointer)
+        state = app.invoke({"messages": [HumanMessage("go")]}, cfg)
+        assert sum(runs.values()) == 0
+        ids = [a["confirmation_id"] for a in state["__interrupt__"][0].value["action_requests"]]
+        state = app.invoke(Command(resume={ids[0]: True, ids[1]: False}), cfg)
+        assert runs == {"lookup": 1, "delete:1": 1}
+        assert [m.status for m in tool_messages(state)] == ["success", "success", "error"]
+        assert state["messages"][-1].content == "done"
+
+    if saver == "memory":
+        scenario(InMemorySaver())
+    else:
+        with SqliteSaver.from_conn_string(str(tmp_path / "sync.sqlite")) as checkpointer:
+            scenario(checkpointer)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
@@ -82,14 +83,16 @@ class _ExecutorTool(StructuredTool):
         return args, {**kwargs, _CALL_ID: tool_call_id}
 
 
-def _run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine from sync code: in this thread, or in a fresh one if a loop already runs here."""
+def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine from sync code: in this thread, or in a fresh one (with this thread's context
+    variables) if an event loop already runs here."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(context.run, asyncio.run, coro).result()
 
 
 def to_langchain(
@@ -134,15 +137,15 @@ def _wrap(tool: Tool, executor: ToolExecutor, context: ContextSource) -> Structu
             raise ToolException(result.render())  # LangChain turns it into a status="error" ToolMessage
         return result.render()
 
-    def run_sync(config: RunnableConfig, **arguments: Any) -> str:
-        return str(_run_sync(run(config, **arguments)))
+    def run_blocking(config: RunnableConfig, **arguments: Any) -> str:
+        return str(run_sync(run(config, **arguments)))
 
     return _ExecutorTool(
         name=name,
         description=tool.description,
         args_schema=tool.parameters,
         coroutine=run,
-        func=run_sync,
+        func=run_blocking,
         handle_tool_error=True,
         handle_validation_error=True,
         metadata={"toolrun": True, "destructive": tool.options.destructive},

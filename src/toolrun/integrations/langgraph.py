@@ -54,11 +54,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import interrupt
 
 from toolrun.agent._planner import Plan, PlanError, parse_plan, planner_prompt, repair_prompt
-from toolrun.integrations.langchain import tool_message
+from toolrun.integrations.langchain import run_sync, tool_message
 from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
 from toolrun.models import SystemMessage as TRSystemMessage
 from toolrun.registry import ToolSet
@@ -323,7 +323,27 @@ def _pending_tool_calls(messages: Sequence[BaseMessage]) -> list[ToolCall]:
     return []
 
 
-class ToolrunNode:
+class _Node(Runnable[Any, dict[str, Any]]):
+    """A graph node usable from async graphs (`ainvoke`, `astream`) and sync ones (`invoke`: the async
+    code runs in a fresh event loop, so stores bound to another loop, such as SQL engines, do not fit)."""
+
+    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return await self._arun(state, config)
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        return await self._arun(input, config or {})
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
+        result: dict[str, Any] = run_sync(self._arun(input, config or {}))
+        return result
+
+
+class ToolrunNode(_Node):
     """An `execute_tools` node for message graphs: the last AI message's tool calls through a
     `ToolExecutor`, one `ToolMessage` each (see the module docstring).
 
@@ -347,7 +367,7 @@ class ToolrunNode:
         self.messages_key = messages_key
         self.max_concurrency = max_concurrency
 
-    async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, list[ToolMessage]]:
+    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state if isinstance(state, list) else state[self.messages_key]
         calls = _pending_tool_calls(messages)
         if not calls:
@@ -359,7 +379,7 @@ class ToolrunNode:
         return {self.messages_key: [tool_message(r) for r in results]}
 
 
-class PlannedCallsNode:
+class PlannedCallsNode(_Node):
     """Runs the planner's `tool_calls` (`[{"tool", "args", ...}]`) and writes `tool_results`:
     `[{"tool", "call_id", "status", "ok", "content", "code"}]`, one per call, failures included
     (`content` is toolrun's rendering for the model; `code` the error code). Same gates and confirmation
@@ -381,7 +401,7 @@ class PlannedCallsNode:
         self.results_key = results_key
         self.max_concurrency = max_concurrency
 
-    async def __call__(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         planned = list(state.get(self.calls_key) or [])
         calls = [
             ToolCall(
