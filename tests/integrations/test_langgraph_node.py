@@ -398,3 +398,20 @@ def test_sync_graphs_interrupt_and_resume_exactly_once(saver: str, tmp_path: Any
     else:
         with SqliteSaver.from_conn_string(str(tmp_path / "sync.sqlite")) as checkpointer:
             scenario(checkpointer)
+
+
+async def test_a_failing_confirmation_listing_fails_closed() -> None:
+    from toolrun.store import InMemoryConfirmationStore
+
+    class Broken(InMemoryConfirmationStore):
+        async def list_pending(self, user_id: str, *, now: float) -> Any:
+            raise ConnectionError("store down")
+
+    runs: Runs = collections.Counter()
+    app = build(ToolExecutor(make_tools(runs), confirmations=Broken()), MIXED, InMemorySaver())
+    cfg = config()
+    state = await app.ainvoke({"messages": [HumanMessage("go")]}, cfg)
+    ids = [a["confirmation_id"] for a in state["__interrupt__"][0].value["action_requests"]]
+    state = await app.ainvoke(Command(resume=dict.fromkeys(ids, True)), cfg)
+    assert "error" in state["__interrupt__"][0].value  # asked again, never crashed
+    assert sum(runs.values()) == 0

@@ -138,14 +138,19 @@ async def _hold(
     """Confirmations for the gated calls: the ones this node already holds (a re-run after resume), else
     new ones from the executor. Calls the executor refuses outright (access, arguments) are results."""
     existing: dict[str, PendingConfirmation] = {}
+    listed: list[PendingConfirmation] = []
     if ctx.user_id:
-        for pending in await executor.pending_confirmations(ctx):
-            if pending.conversation_id != ctx.conversation_id:
-                continue
-            call_id = str(pending.call.get("id", ""))
-            best = existing.get(call_id)
-            if best is None or pending.created_at > best.created_at:
-                existing[call_id] = pending
+        try:
+            listed = await executor.pending_confirmations(ctx)
+        except Exception as exc:  # the store failed: hold the calls anew (a resume then asks again)
+            _logger.warning("Listing pending confirmations failed: %s", type(exc).__name__)
+    for pending in listed:
+        if pending.conversation_id != ctx.conversation_id:
+            continue
+        call_id = str(pending.call.get("id", ""))
+        best = existing.get(call_id)
+        if best is None or pending.created_at > best.created_at:
+            existing[call_id] = pending
     held: list[_Held] = []
     done: dict[int, ToolResult] = {}
     for index in gated:
