@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/registry.py
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/agent.py
+	$(BIN)/python bench/langgraph.py
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -1,0 +1,541 @@
+"""LangGraph nodes that run tool calls through toolrun's executor (extra `langgraph`).
+
+```python
+from toolrun.integrations.langgraph import ToolrunNode
+
+graph = StateGraph(MessagesState)
+graph.add_node("agent", call_model)
+graph.add_node("tools", ToolrunNode(executor))        # instead of langgraph.prebuilt.ToolNode(tools)
+...
+app = graph.compile(checkpointer=InMemorySaver())     # or the SQLite / PostgreSQL savers
+state = await app.ainvoke({"messages": [...]}, {"configurable": {"thread_id": "t1", "user_id": "u1"}})
+state["__interrupt__"][0].value          # {"action_requests": [...], "review_configs": [...], ...}
+await app.ainvoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), config)
+```
+
+**One result per call.** `ToolrunNode` answers every tool call of the last AI message (its
+`invalid_tool_calls` too) with exactly one `ToolMessage`, failures included, in call order; calls that
+already have a `ToolMessage` after that AI message are not run again.
+
+**Confirmations through `interrupt()`.** Before anything in the batch runs, the calls of tools that need a
+person's approval are held by the executor (bound to the user, the tool and the exact arguments) and ONE
+interrupt lists them all, shaped like LangChain's human-in-the-loop request (`action_requests` with
+`name`, `args`, `description`, plus toolrun's `confirmation_id` and `tool_call_id`; `review_configs` with
+`allowed_decisions: ["approve", "reject"]`). Answer with `Command(resume=...)`, either LangChain's
+`{"decisions": [{"type": "approve"}, {"type": "reject", "message": "..."}]}` (one per action, in order) or
+`{confirmation_id: True | False}`. An answer that does not fit exactly (unknown or missing confirmation
+ids, non-boolean decisions, edits, another user's ids) runs nothing: the node interrupts again with the
+same request and an `error` saying what was wrong. Edits are refused on purpose: an approval is bound to
+the exact arguments; reject and let the model call again.
+
+**Exactly once.** LangGraph re-runs a node from the top on resume. The node finds the confirmations it
+already holds (by user, thread and tool-call id, through `executor.pending_confirmations`) instead of
+asking again, so the ids in the interrupt stay valid; each approval is consumed atomically by
+`executor.approve`, so an approved call runs once, and a replayed or concurrent resume finds it used
+(`CONFIRMATION_EXPIRED`) rather than running it twice. Denials produce a `ToolMessage` saying the user
+declined. Nothing runs before the answer, so no finished call is ever re-run by a resume.
+
+**Who is calling.** The `ToolContext` comes from `context` (a context, or a function of the state and the
+config) or, by default, from `config["configurable"]["user_id"]`; its `conversation_id` defaults to the
+thread id, which is how the node tells its own confirmations from another thread's.
+
+**Planner mode.** For graphs without native tool calling, `PlannerNode` asks the model for toolrun's JSON
+plan and writes `tool_calls`, `needs_user_input`, `input_request` (and `intent`) into the state;
+`plan_router` picks the next node (`execute_tools` / `execute_queries` / `respond`), and
+`PlannedCallsNode` runs the planned calls (with the same confirmation interrupts) into `tool_results`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.types import interrupt
+
+from toolrun.agent._planner import Plan, PlanError, parse_plan, planner_prompt, repair_prompt
+from toolrun.integrations.langchain import run_sync, tool_message
+from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
+from toolrun.models import SystemMessage as TRSystemMessage
+from toolrun.registry import ToolSet
+from toolrun.results import ToolResult
+from toolrun.runtime import ToolExecutor
+from toolrun.store import PendingConfirmation
+from toolrun.tools import ToolCall, ToolContext
+
+__all__ = [
+    "NodeContext",
+    "PlannedCallsNode",
+    "PlannerNode",
+    "ToolrunNode",
+    "plan_router",
+    "run_batch",
+]
+
+_logger = logging.getLogger("toolrun.integrations.langgraph")
+
+NodeContext = ToolContext[Any] | Callable[[Mapping[str, Any], RunnableConfig], ToolContext[Any]] | None
+"""A fixed `ToolContext`, a function of (state, config) returning one, or None for
+`config["configurable"]["user_id"]`. Its `conversation_id` defaults to the LangGraph thread id."""
+
+_DECISIONS = ("approve", "reject")
+
+
+def _thread_id(config: RunnableConfig | None) -> str | None:
+    configurable = (config or {}).get("configurable") or {}
+    thread = configurable.get("thread_id")
+    return str(thread) if thread is not None else None
+
+
+def resolve_context(
+    source: NodeContext, state: Mapping[str, Any], config: RunnableConfig
+) -> ToolContext[Any]:
+    """The `ToolContext` for one node run, its `conversation_id` defaulting to the thread id."""
+    if isinstance(source, ToolContext):
+        ctx = source
+    elif source is not None:
+        ctx = source(state, config)
+    else:
+        user = ((config or {}).get("configurable") or {}).get("user_id")
+        ctx = ToolContext(user_id=str(user) if user is not None else None)
+    thread = _thread_id(config)
+    if ctx.conversation_id is None and thread is not None:
+        ctx = ctx.evolve(conversation_id=thread, metadata={**ctx.metadata, "langgraph_thread_id": thread})
+    return ctx
+
+
+# ------------------------------------------------------------------------------------------------------
+# The batch: hold every gated call, one interrupt, then run everything once
+
+
+@dataclass(slots=True)
+class _Held:
+    index: int
+    call: ToolCall
+    confirmation_id: str
+    summary: str
+
+
+def _needs_confirmation(executor: ToolExecutor, name: Any) -> bool:
+    try:
+        tool = executor.registry.find(name) if isinstance(name, str) else None
+    except Exception:  # the executor reports a broken registry as the call's result
+        return False
+    return tool is not None and tool.options.requires_confirmation
+
+
+def _same_arguments(stored: Any, sent: Any) -> bool:
+    return bool(stored == (dict(sent) if isinstance(sent, Mapping) else sent))
+
+
+async def _hold(
+    executor: ToolExecutor, ctx: ToolContext[Any], calls: Sequence[ToolCall], gated: Sequence[int]
+) -> tuple[list[_Held], dict[int, ToolResult]]:
+    """Confirmations for the gated calls: the ones this node already holds (a re-run after resume), else
+    new ones from the executor. Calls the executor refuses outright (access, arguments) are results."""
+    existing: dict[str, PendingConfirmation] = {}
+    listed: list[PendingConfirmation] = []
+    if ctx.user_id:
+        try:
+            listed = await executor.pending_confirmations(ctx)
+        except Exception as exc:  # the store failed: hold the calls anew (a resume then asks again)
+            _logger.warning("Listing pending confirmations failed: %s", type(exc).__name__)
+    for pending in listed:
+        if pending.conversation_id != ctx.conversation_id:
+            continue
+        call_id = str(pending.call.get("id", ""))
+        best = existing.get(call_id)
+        if best is None or pending.created_at > best.created_at:
+            existing[call_id] = pending
+    held: list[_Held] = []
+    done: dict[int, ToolResult] = {}
+    for index in gated:
+        call = calls[index]
+        found = existing.get(call.id)
+        if (
+            found is not None
+            and found.tool_name == call.name
+            and _same_arguments(found.call.get("arguments"), call.arguments)
+        ):
+            held.append(_Held(index, call, found.id, found.summary))
+            continue
+        result = await executor.execute(call, ctx)
+        if result.status == "confirmation_required" and result.confirmation_id:
+            held.append(_Held(index, call, result.confirmation_id, result.message or call.name))
+        else:
+            done[index] = result
+    return held, done
+
+
+def approval_request(held: Sequence[_Held], thread_id: str | None) -> dict[str, Any]:
+    """The interrupt value: LangChain's HITL request shape, plus toolrun's ids."""
+    return {
+        "type": "toolrun.approval",
+        "thread_id": thread_id,
+        "action_requests": [
+            {
+                "name": h.call.name,
+                "args": dict(h.call.arguments) if isinstance(h.call.arguments, Mapping) else h.call.arguments,
+                "description": h.summary,
+                "confirmation_id": h.confirmation_id,
+                "tool_call_id": h.call.id,
+            }
+            for h in held
+        ],
+        "review_configs": [{"action_name": h.call.name, "allowed_decisions": list(_DECISIONS)} for h in held],
+    }
+
+
+def read_decisions(
+    answer: Any, held: Sequence[_Held]
+) -> tuple[dict[str, tuple[bool, str | None]], str | None]:
+    """`{confirmation_id: (approved, message)}` from a resume value, or an error saying what is wrong.
+
+    Strict on purpose: the value crosses a trust boundary (a client sends it), so anything that does not
+    answer exactly the held calls, each with a boolean or an approve/reject decision, is refused whole.
+    """
+    ids = [h.confirmation_id for h in held]
+    decisions: dict[str, tuple[bool, str | None]] = {}
+
+    def one(value: Any, where: str) -> tuple[bool, str | None] | str:
+        if type(value) is bool:
+            return value, None
+        if isinstance(value, Mapping):
+            kind = value.get("type")
+            extra = set(value) - {"type", "message"}
+            message = value.get("message")
+            if kind in _DECISIONS and not extra and (message is None or isinstance(message, str)):
+                return kind == "approve", message
+            if kind in ("edit", "respond"):
+                return (
+                    f"{where}: '{kind}' is not accepted (an approval is bound to the exact call); "
+                    "approve or reject"
+                )
+        return f"{where}: a decision must be true/false or {{'type': 'approve' | 'reject'}}"
+
+    if isinstance(answer, Mapping) and set(answer) == {"decisions"} and isinstance(answer["decisions"], list):
+        items = answer["decisions"]
+        if len(items) != len(ids):
+            return {}, f"expected {len(ids)} decisions (one per action request, in order), got {len(items)}"
+        for i, (cid, item) in enumerate(zip(ids, items, strict=True)):
+            got = one(item, f"decisions[{i}]")
+            if isinstance(got, str):
+                return {}, got
+            decisions[cid] = got
+        return decisions, None
+    if (
+        isinstance(answer, Mapping)
+        and set(answer) == {"decisions"}
+        and isinstance(answer["decisions"], Mapping)
+    ):
+        answer = answer["decisions"]
+    if isinstance(answer, Mapping) and answer:
+        keys = set(answer)
+        if keys != set(ids):
+            unknown = len(keys - set(ids))
+            missing = len(set(ids) - keys)
+            return {}, (
+                f"the decisions must name exactly the confirmation ids of this request "
+                f"({unknown} unknown, {missing} missing)"
+            )
+        for cid in ids:
+            got = one(answer[cid], f"decision for {cid}")
+            if isinstance(got, str):
+                return {}, got
+            decisions[cid] = got
+        return decisions, None
+    return {}, "expected {'decisions': [...]} or {confirmation_id: true | false}"
+
+
+async def run_batch(
+    executor: ToolExecutor,
+    calls: Sequence[ToolCall],
+    ctx: ToolContext[Any],
+    *,
+    max_concurrency: int | None = None,
+    thread_id: str | None = None,
+) -> list[ToolResult]:
+    """Run a batch of calls inside a LangGraph node: one result per call, in call order.
+
+    If some calls need approval, nothing runs until one `interrupt()` listing them all is answered (see
+    the module docstring); must then be called from a node of a graph with a checkpointer.
+    """
+    gated = [i for i, call in enumerate(calls) if _needs_confirmation(executor, call.name)]
+    held, results = await _hold(executor, ctx, calls, gated) if gated else ([], {})
+    decisions: dict[str, tuple[bool, str | None]] = {}
+    if held:
+        request = approval_request(held, thread_id)
+        error: str | None = None
+        while True:
+            answer = interrupt(request if error is None else {**request, "error": error})
+            decisions, error = read_decisions(answer, held)
+            if error is None:
+                break
+            _logger.info("A resume value for %d held call(s) was refused: nothing ran", len(held))
+
+    async def decide(h: _Held) -> None:
+        approved, message = decisions[h.confirmation_id]
+        if approved:
+            result = await executor.approve(h.confirmation_id, ctx)
+        else:
+            result = await executor.deny(h.confirmation_id, ctx, message)
+        if not result.call_id:  # used, expired or someone else's: say so under this call's id
+            result.call_id, result.tool_name = h.call.id, result.tool_name or str(h.call.name)
+        results[h.index] = result
+
+    free = [i for i in range(len(calls)) if i not in results and i not in {h.index for h in held}]
+
+    async def run_free() -> None:
+        out = await executor.execute_many([calls[i] for i in free], ctx, max_concurrency=max_concurrency)
+        for i, result in zip(free, out, strict=True):
+            results[i] = result
+
+    if held:
+        async with asyncio.TaskGroup() as tg:
+            for h in held:
+                tg.create_task(decide(h))
+            if free:
+                tg.create_task(run_free())
+    elif free:
+        await run_free()
+    return [results[i] for i in range(len(calls))]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Nodes
+
+
+def _pending_tool_calls(messages: Sequence[BaseMessage]) -> list[ToolCall]:
+    """The last AI message's tool calls (and invalid ones) that no `ToolMessage` answers yet."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            calls = [
+                ToolCall(id=str(c.get("id") or ""), name=c["name"], arguments=c.get("args") or {})
+                for c in message.tool_calls
+            ]
+            calls += [
+                ToolCall(id=str(c.get("id") or ""), name=str(c.get("name") or ""), arguments=c.get("args"))
+                for c in message.invalid_tool_calls
+            ]
+            return [c for c in calls if c.id not in answered]
+    return []
+
+
+class _Node(Runnable[Any, dict[str, Any]]):
+    """A graph node usable from async graphs (`ainvoke`, `astream`) and sync ones (`invoke`: the async
+    code runs in a fresh event loop, so stores bound to another loop, such as SQL engines, do not fit)."""
+
+    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return await self._arun(state, config)
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        return await self._arun(input, config or {})
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
+        result: dict[str, Any] = run_sync(self._arun(input, config or {}))
+        return result
+
+
+class ToolrunNode(_Node):
+    """An `execute_tools` node for message graphs: the last AI message's tool calls through a
+    `ToolExecutor`, one `ToolMessage` each (see the module docstring).
+
+    Args:
+        executor: The executor (its registry holds the tools the model may call).
+        context: Who is calling (see `NodeContext`).
+        messages_key: The state key holding the messages (`"messages"`).
+        max_concurrency: Most calls running at once (None: no limit; `sequential` tools run alone).
+    """
+
+    def __init__(
+        self,
+        executor: ToolExecutor,
+        *,
+        context: NodeContext = None,
+        messages_key: str = "messages",
+        max_concurrency: int | None = None,
+    ) -> None:
+        self.executor = executor
+        self.context = context
+        self.messages_key = messages_key
+        self.max_concurrency = max_concurrency
+
+    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        messages = state if isinstance(state, list) else state[self.messages_key]
+        calls = _pending_tool_calls(messages)
+        if not calls:
+            return {self.messages_key: []}
+        ctx = resolve_context(self.context, state if isinstance(state, Mapping) else {}, config)
+        results = await run_batch(
+            self.executor, calls, ctx, max_concurrency=self.max_concurrency, thread_id=_thread_id(config)
+        )
+        return {self.messages_key: [tool_message(r) for r in results]}
+
+
+class PlannedCallsNode(_Node):
+    """Runs the planner's `tool_calls` (`[{"tool", "args", ...}]`) and writes `tool_results`:
+    `[{"tool", "call_id", "status", "ok", "content", "code"}]`, one per call, failures included
+    (`content` is toolrun's rendering for the model; `code` the error code). Same gates and confirmation
+    interrupts as `ToolrunNode`.
+    """
+
+    def __init__(
+        self,
+        executor: ToolExecutor,
+        *,
+        context: NodeContext = None,
+        calls_key: str = "tool_calls",
+        results_key: str = "tool_results",
+        max_concurrency: int | None = None,
+    ) -> None:
+        self.executor = executor
+        self.context = context
+        self.calls_key = calls_key
+        self.results_key = results_key
+        self.max_concurrency = max_concurrency
+
+    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        planned = list(state.get(self.calls_key) or [])
+        calls = [
+            ToolCall(
+                id=str(p.get("id") or f"plan_{i}"),
+                name=str(p.get("tool") or p.get("name") or ""),
+                arguments=p.get("args", p.get("arguments")),
+            )
+            for i, p in enumerate(planned)
+        ]
+        if not calls:
+            return {self.results_key: []}
+        ctx = resolve_context(self.context, state, config)
+        results = await run_batch(
+            self.executor, calls, ctx, max_concurrency=self.max_concurrency, thread_id=_thread_id(config)
+        )
+        return {
+            self.results_key: [
+                {
+                    "tool": r.tool_name or c.name,
+                    "call_id": c.id,
+                    "status": r.status,
+                    "ok": r.status == "ok",
+                    "content": r.render(),
+                    "code": r.error.code if r.error is not None else None,
+                }
+                for c, r in zip(calls, results, strict=True)
+            ]
+        }
+
+
+def _toolrun_messages(state: Mapping[str, Any], input_key: str) -> list[Any]:
+    raw = state.get(input_key)
+    if isinstance(raw, str):
+        return [UserMessage(content=raw)]
+    out: list[Any] = []
+    for message in raw or []:
+        text = message.text if isinstance(message, BaseMessage) else str(message)
+        if isinstance(message, HumanMessage):
+            out.append(UserMessage(content=text))
+        elif isinstance(message, AIMessage):
+            out.append(AssistantMessage(content=text))
+        elif isinstance(message, SystemMessage):
+            out.append(TRSystemMessage(content=text))
+        elif not isinstance(message, BaseMessage):
+            out.append(UserMessage(content=text))
+    return out
+
+
+class PlannerNode:
+    """Asks the model for a toolrun JSON plan (planner mode) and writes it into the state.
+
+    Writes `intent`, `tool_calls` (`[{"id", "tool", "args", "reason"}]`), `needs_user_input`,
+    `input_request`, and `plan_error` (None, or why no valid plan came after one repair request, or why
+    the model could not be asked: the pipeline goes on to `respond` instead of crashing).
+
+    Args:
+        model: Any toolrun `Model` (`ScriptedModel` / `FunctionModel` in tests).
+        tools: The tools the plan may use (described in the system prompt).
+        instructions: Your own instructions, put before the tool list.
+        input_key: The state key holding the conversation: a list of LangChain messages, or a string.
+    """
+
+    def __init__(
+        self, model: Model, tools: ToolSet, *, instructions: str | None = None, input_key: str = "messages"
+    ) -> None:
+        self.model = model
+        self.tools = tools
+        self.instructions = instructions
+        self.input_key = input_key
+
+    async def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        messages: list[Any] = [
+            TRSystemMessage(content=planner_prompt(self.instructions, self.tools.describe())),
+            *_toolrun_messages(state, self.input_key),
+        ]
+        plan: Plan | None = None
+        problem: str | None = None
+        try:
+            for attempt in range(2):
+                response = await self.model.request(ModelRequest(messages))
+                try:
+                    plan = parse_plan(response.text)
+                    break
+                except PlanError as exc:
+                    problem = f"The model did not produce a valid plan: {exc}"
+                    if attempt == 0:
+                        messages += [response.to_message(), UserMessage(content=repair_prompt(str(exc)))]
+        except Exception as exc:  # a provider failure must not crash the graph: respond says so
+            _logger.warning("The planner's model request failed: %s", type(exc).__name__)
+            problem = f"The model could not be asked ({type(exc).__name__})."
+        if plan is None:
+            return {
+                "intent": "",
+                "tool_calls": [],
+                "needs_user_input": False,
+                "input_request": None,
+                "plan_error": problem,
+            }
+        return {
+            "intent": plan.intent,
+            "tool_calls": [
+                {"id": f"plan_{i}", "tool": c.tool, "args": c.args, "reason": c.reason}
+                for i, c in enumerate(plan.tool_calls)
+            ],
+            "needs_user_input": plan.needs_user_input,
+            "input_request": plan.input_request,
+            "plan_error": None,
+        }
+
+
+def plan_router(
+    tools: ToolSet,
+    *,
+    tools_node: str = "execute_tools",
+    queries_node: str = "execute_queries",
+    respond_node: str = "respond",
+) -> Callable[[Mapping[str, Any]], str]:
+    """The conditional edge after `PlannerNode`: `respond` when the user must be asked something, the
+    plan failed or there is nothing to call; `execute_queries` when every planned call is a `read_only`
+    tool; `execute_tools` otherwise (unknown names included: the executor answers them `NOT_FOUND`)."""
+
+    def route(state: Mapping[str, Any]) -> str:
+        calls = state.get("tool_calls") or []
+        if state.get("needs_user_input") or state.get("plan_error") or not calls:
+            return respond_node
+        for call in calls:
+            tool = tools.find(str(call.get("tool") or ""))
+            if tool is None or not tool.options.read_only:
+                return tools_node
+        return queries_node
+
+    return route
