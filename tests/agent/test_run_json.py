@@ -144,8 +144,17 @@ async def test_a_signature_covers_every_field() -> None:
     unsigned = {k: v for k, v in data.items() if k != "signature"}
     with pytest.raises(RunSignatureError, match="not signed"):
         AgentRun.from_json(json.dumps(unsigned), signing_key=key)
-    with pytest.raises(RunSignatureError):
-        AgentRun.from_json(json.dumps(dict(data, signature=7)), signing_key=key)
+    for bad in (7, "\ud800", "hmac-sha256:" + "0" * 64, ""):
+        with pytest.raises(RunSignatureError):
+            AgentRun.from_json(json.dumps(dict(data, signature=bad)), signing_key=key)
+
+
+async def test_a_run_holding_tuples_and_odd_keys_verifies_after_the_round_trip() -> None:
+    run = await sample()
+    run.tool_calls[0].result.value = {"pair": (1, 2), "nested": [("a", {"k": (True, None)})]}
+    run.plan = {"steps": (1, 2.5)}
+    key = b"s" * 32
+    assert AgentRun.from_json(run.to_json(signing_key=key), signing_key=key).plan == {"steps": [1, 2.5]}
 
 
 _JSON = st.recursive(

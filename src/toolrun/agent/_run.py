@@ -344,8 +344,13 @@ class AgentRun:
         Prefer `Agent.dump_run(run)`, which signs with a key derived from the executor's `hash_key`.
         """
         data = self.to_dict()
-        if signing_key is not None:
-            data[_SIGNATURE] = _signature(data, _check_key(signing_key))
+        if signing_key is None:
+            return json.dumps(data, ensure_ascii=False)
+        key = _check_key(signing_key)
+        text = json.dumps(data, ensure_ascii=False)
+        # Sign what a reader will parse (tuples become lists, keys strings), not the Python objects.
+        data = json.loads(text)
+        data[_SIGNATURE] = _signature(data, key)
         return json.dumps(data, ensure_ascii=False)
 
     @classmethod
@@ -373,9 +378,8 @@ class AgentRun:
                 raise RunSignatureError(
                     "the run is not signed, and a signed one is required; it cannot be trusted."
                 )
-            if not hmac.compare_digest(
-                signature.encode(), _signature(data, _check_key(signing_key)).encode()
-            ):
+            expected = _signature(data, _check_key(signing_key))
+            if not hmac.compare_digest(signature.encode("utf-8", "surrogatepass"), expected.encode()):
                 raise RunSignatureError(
                     "the signature does not match: the run was changed after it was signed, or signed with "
                     "another key. Nothing of it can be trusted; start a new run."
