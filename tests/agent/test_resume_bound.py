@@ -166,6 +166,26 @@ async def test_partial_approvals_keep_the_rest_pending_and_check_every_entry() -
     assert run.status == "completed" and len(ran) == 2
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda d: d.update(pending=[]), id="nothing-pending"),
+        pytest.param(lambda d: d["pending"].append(d["pending"][0]), id="duplicate"),
+        pytest.param(lambda d: d["batch"].append({"id": "x9", "name": "delete_task"}), id="batch-extra"),
+        pytest.param(lambda d: d.update(batch=[]), id="batch-empty"),
+        pytest.param(lambda d: d.update(steps=5), id="steps"),
+    ],
+)
+async def test_an_inconsistent_paused_run_fails_the_resume(change: Any) -> None:
+    registry, ran = make_registry()
+    agent = agent_for(registry, [delete("t1"), "Deleted."])
+    run = await paused_run(agent)
+    tampered = edited(run, change)
+    approvals = {p.confirmation_id: True for p in tampered.pending}
+    out = await agent.resume(tampered, approvals, context=CTX)
+    assert out.status == "failed" and "do not agree" in (out.error or "") and ran == []
+
+
 async def test_stream_resume_ends_with_the_refusal() -> None:
     registry, ran = make_registry()
     agent = agent_for(registry, [delete("t1"), "Deleted."])

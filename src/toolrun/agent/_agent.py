@@ -303,6 +303,20 @@ class Agent:
             if problem is not None:
                 return f"Confirmation {cid!r} {problem}. Nothing of this resume was run."
             records.append(record)
+        in_step = {r.call.id for r in run.tool_calls if r.step == run.steps}
+        batch = {c.id for c in run.batch}
+        ids = [p.confirmation_id for p in run.pending]
+        if (
+            not run.pending
+            or len(set(ids)) != len(ids)
+            or len({p.call.id for p in run.pending}) != len(ids)
+            or not batch <= in_step
+            or any(p.call.id not in batch for p in run.pending)
+        ):
+            return (
+                "The run's pending confirmations, its paused batch and its tool calls do not agree (the run "
+                "was changed after it paused). Nothing was run."
+            )
         for entry, record in zip(run.pending, records, strict=True):
             arguments = record.metadata.get("arguments")
             entry.call = ToolCall(
