@@ -1,13 +1,14 @@
 """One side of the cross-process resume test, run in a fresh interpreter by test_resume_cross_process.py.
 
     python _cross_process_script.py start  DB RUNS OUT
-    python _cross_process_script.py resume DB RUNS IN OUT approve|deny
+    python _cross_process_script.py resume DB RUNS IN OUT approve|deny [KEY]
 
-`start` runs the agent until it pauses on the destructive call and writes `run.to_json()` to OUT.
-`resume` reads a paused run from IN, decides its confirmation and writes the final run to OUT. Both
-build everything afresh (registry, model, executor, SQLite confirmation store on DB, the same hash key),
-as two server processes would. The tool appends "<pid> <task_id>" to RUNS each time it runs. The
-process prints its pid.
+`start` runs the agent until it pauses on the destructive call and writes it signed
+(`agent.dump_run(run)`) to OUT. `resume` reads a paused run from IN (`agent.load_run`, which checks the
+signature), decides its confirmation and writes the final run to OUT. Both build everything afresh
+(registry, model, executor, SQLite confirmation store on DB, the same hash key — or KEY, to play a
+misconfigured process), as two server processes would. The tool appends "<pid> <task_id>" to RUNS each
+time it runs. The process prints its pid.
 """
 
 from __future__ import annotations
@@ -42,19 +43,23 @@ async def main(argv: list[str]) -> None:
     action, db, runs = argv[0], argv[1], Path(argv[2])
     store = SQLConfirmationStore(f"sqlite+aiosqlite:///{db}", table_prefix="xproc_")
     registry = make_registry(runs)
-    executor = ToolExecutor(registry, confirmations=store, hash_key=HASH_KEY)
+    key = argv[6].encode() if action == "resume" and len(argv) > 6 else HASH_KEY
+    executor = ToolExecutor(registry, confirmations=store, hash_key=key)
     agent = Agent(ScriptedModel(SCRIPT), registry, executor=executor)
     try:
         await store.create_tables()
         if action == "start":
             run = await agent.run("Delete task t1.", context=CTX)
-            Path(argv[3]).write_text(run.to_json())
+            Path(argv[3]).write_text(agent.dump_run(run))
         elif action == "resume":
-            paused = AgentRun.from_json(Path(argv[3]).read_text())
+            text = Path(argv[3]).read_text()
+            # A process with another key cannot check the signature: it reads the run unverified, to
+            # show what the confirmation store then refuses.
+            paused = agent.load_run(text) if key == HASH_KEY else AgentRun.from_json(text)
             decision = {"approve": True, "deny": False}[argv[5]]
             approvals = {p.confirmation_id: decision for p in paused.pending}
             run = await agent.resume(paused, approvals, context=CTX)
-            Path(argv[4]).write_text(run.to_json())
+            Path(argv[4]).write_text(agent.dump_run(run))
         else:
             raise SystemExit(f"unknown action {action!r}")
     finally:

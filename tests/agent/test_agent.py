@@ -205,12 +205,18 @@ async def test_approval_by_another_user_does_not_run_the_tool() -> None:
     registry, runs = make_registry()
     agent = Agent(ScriptedModel(_delete_script()), registry)
     run = await agent.run("delete t1", context=CTX)
+    saved = run.to_json()
     other = ToolContext(user_id="intruder")
     run = await agent.resume(run, approvals={run.pending[0].confirmation_id: True}, context=other)
     assert runs["delete_task"] == 0
-    err = run.tool_calls[0].result.error
-    # The executor does not reveal that the id exists for someone else: it is simply not available.
-    assert err is not None and err.code == ErrorCode.CONFIRMATION_EXPIRED
+    # Nothing of the resume ran, and the run says why; it does not reveal that the id exists for
+    # someone else: to this caller it is simply unknown.
+    assert run.status == "failed" and "unknown to this executor's confirmation store" in (run.error or "")
+    assert run.tool_calls[0].result.status == "confirmation_required"
+    # The intruder burnt nothing: the user can still approve it.
+    restored = AgentRun.from_json(saved)
+    done = await agent.resume(restored, approvals={restored.pending[0].confirmation_id: True}, context=CTX)
+    assert done.status == "completed" and runs["delete_task"] == 1
 
 
 async def test_resume_rejects_unknown_ids_and_finished_runs() -> None:

@@ -70,13 +70,64 @@ def test_approved_in_another_process_runs_once_there_and_a_replay_runs_nothing(
     assert result.status == "ok"
     assert result.value == {"deleted": "t1"}
 
-    # Process C replays the same paused JSON: the approval was consumed in B, so nothing runs again.
+    # Process C replays the same paused JSON: the approval was consumed in B, so nothing runs again,
+    # and the run says so instead of "completing" without its action.
     replay_json = tmp_path / "replay.json"
     spawn(tmp_path, "resume", str(db), str(runs), str(paused_json), str(replay_json), "approve")
     replay = AgentRun.from_json(replay_json.read_text())
     assert tool_runs(runs) == [(pid_b, "t1")]
-    error = replay.tool_calls[0].result.error
-    assert error is not None and error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert replay.status == "failed" and "unknown to this executor's confirmation store" in (
+        replay.error or ""
+    )
+    assert replay.tool_calls[0].result.status == "confirmation_required"
+
+
+def test_a_process_with_another_hash_key_refuses_clearly_and_runs_nothing(
+    tmp_path: Path, paused: tuple[Path, Path, Path]
+) -> None:
+    db, runs, paused_json = paused
+    out = tmp_path / "other.json"
+    other_key = "another-key-of-a-misconfigured-process"
+    spawn(tmp_path, "resume", str(db), str(runs), str(paused_json), str(out), "approve", other_key)
+    run = AgentRun.from_json(out.read_text())
+    assert tool_runs(runs) == []
+    assert run.status == "failed" and "hash_key" in (run.error or "")
+    # Nothing was consumed: the well-configured process can still approve it.
+    done_json = tmp_path / "done.json"
+    pid = spawn(tmp_path, "resume", str(db), str(runs), str(paused_json), str(done_json), "approve")
+    assert AgentRun.from_json(done_json.read_text()).status == "completed"
+    assert tool_runs(runs) == [(pid, "t1")]
+
+
+def test_an_edited_run_is_refused_before_anything_runs(
+    tmp_path: Path, paused: tuple[Path, Path, Path]
+) -> None:
+    db, runs, paused_json = paused
+    data = json.loads(paused_json.read_text())
+    data["pending"][0]["summary"] = 'delete_task(task_id="harmless")'
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            str(SCRIPT),
+            "resume",
+            str(db),
+            str(runs),
+            str(edited),
+            "x.json",
+            "approve",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert done.returncode != 0 and "RunSignatureError" in done.stderr
+    assert tool_runs(runs) == []
 
 
 def test_denied_in_another_process_never_runs(tmp_path: Path, paused: tuple[Path, Path, Path]) -> None:
@@ -97,4 +148,4 @@ def test_denied_in_another_process_never_runs(tmp_path: Path, paused: tuple[Path
     spawn(tmp_path, "resume", str(db), str(runs), str(paused_json), str(late_json), "approve")
     assert tool_runs(runs) == []
     late = json.loads(late_json.read_text())
-    assert late["tool_calls"][0]["result"]["error"]["code"] == ErrorCode.CONFIRMATION_EXPIRED
+    assert late["status"] == "failed" and "unknown to this executor" in late["error"]

@@ -95,9 +95,9 @@ async def test_only_the_requesting_user_can_approve(ex: ToolExecutor, runs: list
     cid = await request(ex)
     r = await ex.approve(cid, U2)
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and runs == []
-    r = await ex.approve(cid, ToolContext())
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
-    assert r.error.details == {"reason": "no_user"} and runs == []
+    r = await ex.approve(cid, ToolContext())  # "no user" is a principal of its own, not a wildcard
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error.details == {"reason": "unknown_or_used"} and runs == []
     assert (await ex.approve(cid, U1)).status == "ok"  # the other attempts did not burn it
 
 
@@ -140,8 +140,9 @@ async def test_a_re_sent_call_with_its_approval_must_match_exactly(ex: ToolExecu
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and len(runs) == 1
     r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval="conf_made_up")
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    cid = await request(ex, "t1")
     r = await ex.execute(call("wipe", {"target": "t1"}), ToolContext(), approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED and len(runs) == 1
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and len(runs) == 1
 
 
 async def test_an_approval_is_bound_to_its_tool(make_executor: Any, runs: list[Any]) -> None:
@@ -167,10 +168,21 @@ async def test_concurrent_approvals_run_the_call_once(ex: ToolExecutor, runs: li
     assert all(r.error is not None for r in results if r.status != "ok")
 
 
-async def test_a_call_without_a_user_cannot_be_held(ex: ToolExecutor, runs: list[Any]) -> None:
+async def test_a_call_without_a_user_is_refused_when_users_are_required(
+    make_executor: Any, runs: list[Any]
+) -> None:
+    ex = make_executor(make_wipe(runs), require_user_for_confirmation=True)
     r = await ex.execute(call("wipe", {"target": "t1"}))
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
     assert r.error.details == {"reason": "no_user"} and runs == []
+    cid = await request(ex)
+    for attempt in (ex.approve(cid, ToolContext()), ex.deny(cid, ToolContext())):
+        r = await attempt
+        assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
+        assert r.error.details == {"reason": "no_user"}
+    r = await ex.execute(call("wipe", {"target": "t1"}), ToolContext(), approval=cid)
+    assert r.error is not None and r.error.details == {"reason": "no_user"} and runs == []
+    assert (await ex.approve(cid, U1)).status == "ok"
 
 
 async def test_approve_revalidates_against_the_current_registry(runs: list[Any]) -> None:
@@ -214,6 +226,9 @@ async def test_confirmation_events(ex: ToolExecutor) -> None:
 
 class BrokenStore(InMemoryConfirmationStore):
     async def add(self, pending: PendingConfirmation) -> None:
+        raise ConnectionError("down")
+
+    async def get(self, confirmation_id: str) -> PendingConfirmation | None:
         raise ConnectionError("down")
 
     async def consume(self, confirmation_id: str, *, user_id: str) -> PendingConfirmation | None:
@@ -289,8 +304,8 @@ class ConfirmationMachine(RuleBasedStateMachine):
         entry = self.model.get(cid)
         return entry is not None and not entry[3] and entry[0] == user and self.clock.now < entry[2]
 
-    @rule(target=requests, user=st.sampled_from(["u1", "u2"]), target_=st.sampled_from(TARGETS))
-    def request(self, user: str, target_: str) -> str:
+    @rule(target=requests, user=st.sampled_from(USERS), target_=st.sampled_from(TARGETS))
+    def request(self, user: str | None, target_: str) -> str:
         r = self.run(self.ex.execute(call("wipe", {"target": target_}), ToolContext(user_id=user)))
         assert r.status == "confirmation_required" and r.confirmation_id is not None
         self.model[r.confirmation_id] = [user, target_, self.clock.now + 600, False]

@@ -33,14 +33,17 @@ def test_json_safe_and_truncate_edges() -> None:
     assert truncate({"k": "\ud800" * 3}, 5)[1] == 11
 
 
-def test_summaries_are_short_and_show_the_arguments() -> None:
+def test_summaries_show_the_arguments_in_full() -> None:
     @tool
     def send(to: str, body: str, when: Any = None) -> None:
         """Send a message to someone. It is delivered at once."""
 
+    short = summarize_call(send, {"to": "bob", "body": "hi"})
+    assert short == 'send(to="bob", body="hi") — Send a message to someone'
     text = summarize_call(send, {"to": "bob", "body": "x" * 1000, "when": object()})
-    assert text.startswith('send(to="bob", body="xxx') and "<object>" in text
-    assert text.endswith("— Send a message to someone") and len(text) < 800
+    assert text.startswith('send — Send a message to someone\n  to: "bob"\n  body: "xxx')
+    assert "<object>" in text
+    assert text.count("x") == 1000  # folded over lines, never cut
 
 
 async def test_the_invocation_hash_follows_replaced_arguments() -> None:

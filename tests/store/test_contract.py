@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from toolrun.store import CacheStore, ConfirmationStore, PendingConfirmation, RateLimitStore
+from toolrun.store import NO_USER, CacheStore, ConfirmationStore, PendingConfirmation, RateLimitStore
 
 from .conftest import Backend, eventually, spread
 
@@ -64,6 +64,7 @@ async def test_add_get_round_trips_every_field(backend: Backend) -> None:
     item = pending(
         summary='supprimer «t1» — ✓ "quoted" \\ back',
         conversation_id="conv-9",
+        run_id="run_7",
         metadata={"nested": {"list": [1, 2.5, None, True]}, "unicode": "日本"},
     )
     item = PendingConfirmation.from_dict(
@@ -74,6 +75,32 @@ async def test_add_get_round_trips_every_field(backend: Backend) -> None:
     assert got == item
     assert got is not None and got.to_dict() == item.to_dict()
     assert await backend.confirmations.get("conf_unknown") is None
+
+
+async def test_run_id_is_optional_and_round_trips(backend: Backend) -> None:
+    await backend.confirmations.add(pending("conf_a", run_id="run_a"))
+    await backend.confirmations.add(pending("conf_b"))
+    a = await backend.confirmations.get("conf_a")
+    b = await backend.confirmations.get("conf_b")
+    assert a is not None and a.run_id == "run_a" and a.to_dict()["run_id"] == "run_a"
+    assert b is not None and b.run_id is None
+    taken = await backend.confirmations.consume("conf_a", user_id="u1")
+    assert taken is not None and taken.run_id == "run_a"
+    [listed] = await backend.confirmations.list_pending("u1", now=time.time())
+    assert listed.id == "conf_b" and listed.run_id is None
+
+
+async def test_no_user_is_a_principal_of_its_own(backend: Backend) -> None:
+    store = backend.confirmations
+    await store.add(pending("conf_anon", user=NO_USER, run_id="run_1"))
+    await store.add(pending("conf_u1"))
+    assert await store.consume("conf_anon", user_id="u1") is None
+    assert await store.consume("conf_u1", user_id=NO_USER) is None
+    assert [p.id for p in await store.list_pending("u1", now=time.time())] == ["conf_u1"]
+    taken = await store.consume("conf_anon", user_id=NO_USER)
+    assert taken is not None and taken.user_id == NO_USER and taken.run_id == "run_1"
+    assert await store.consume("conf_anon", user_id=NO_USER) is None
+    assert await store.consume("conf_u1", user_id="u1") is not None
 
 
 async def test_get_does_not_consume(backend: Backend) -> None:

@@ -97,6 +97,39 @@ async def test_json_is_stored_as_readable_text(stores: SQLStores) -> None:
     assert isinstance(row.metadata, str) and json.loads(row.metadata) == {"source": "chat", "n": [1, 2]}
 
 
+async def test_create_tables_adds_run_id_to_a_table_made_before_it(url: str) -> None:
+    prefix = unique("t") + "_"
+    name = f"{prefix}confirmations"
+    stores = create_sql_stores(url, table_prefix=prefix)
+    try:
+        async with stores.engine.begin() as conn:  # the table as the previous version made it
+            await conn.execute(
+                sa.text(
+                    f"CREATE TABLE {name} (id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, tool_name "
+                    "VARCHAR NOT NULL, arguments_hash VARCHAR NOT NULL, call TEXT NOT NULL, summary TEXT NOT "
+                    "NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL, "
+                    "conversation_id VARCHAR, metadata TEXT NOT NULL)"
+                )
+            )
+            now = time.time()
+            await conn.execute(
+                sa.text(
+                    f"INSERT INTO {name} VALUES ('conf_old', 'u1', 'delete_task', 'h', '{{}}', 's', "
+                    f"{now}, {now + 60}, NULL, '{{}}')"
+                )
+            )
+        await stores.create_tables()
+        await stores.create_tables()  # idempotent
+        old = await stores.confirmations.get("conf_old")
+        assert old is not None and old.run_id is None
+        await stores.confirmations.add(_pending(run_id="run_1"))
+        new = await stores.confirmations.get("conf_1")
+        assert new is not None and new.run_id == "run_1"
+    finally:
+        await stores.drop_tables()
+        await stores.aclose()
+
+
 async def test_the_three_stores_share_one_engine(stores: SQLStores) -> None:
     assert stores.owns_engine
     assert stores.confirmations.engine is stores.engine

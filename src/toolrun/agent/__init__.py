@@ -10,17 +10,26 @@ from toolrun.agent._events import (
     ToolCallStarted,
 )
 from toolrun.agent._planner import Plan, PlannedCall
-from toolrun.agent._run import AgentRun, PendingConfirmation, RunStatus, ToolCallRecord
+from toolrun.agent._run import (
+    AgentRun,
+    InvalidRunError,
+    PendingConfirmation,
+    RunSignatureError,
+    RunStatus,
+    ToolCallRecord,
+)
 
 __all__ = [
     "Agent",
     "AgentEvent",
     "AgentRun",
     "ConfirmationRequired",
+    "InvalidRunError",
     "PendingConfirmation",
     "Plan",
     "PlannedCall",
     "RunFinished",
+    "RunSignatureError",
     "RunStatus",
     "TextDelta",
     "ToolCallFinished",

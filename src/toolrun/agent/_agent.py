@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -33,6 +34,7 @@ from toolrun.agent._events import (
 )
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
 from toolrun.agent._run import AgentRun, PendingConfirmation, RunStatus, ToolCallRecord
+from toolrun.exceptions import ToolrunError
 from toolrun.models import (
     FinalResponse,
     Message,
@@ -40,6 +42,7 @@ from toolrun.models import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    ProviderError,
     StreamEvent,
     SystemMessage,
     ToolResultMessage,
@@ -49,7 +52,11 @@ from toolrun.models import (
 from toolrun.models import TextDelta as ModelTextDelta
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ErrorCode, ToolResult
-from toolrun.runtime import ToolExecutor
+from toolrun.runtime import ToolExecutor, canonical_json
+from toolrun.runtime._errors import new_error_id
+from toolrun.runtime._logging import REDACTED, log_exception
+from toolrun.store import NO_USER
+from toolrun.store import PendingConfirmation as StoredConfirmation
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
 
 __all__ = ["Agent"]
@@ -159,11 +166,24 @@ class Agent:
     ) -> AgentRun:
         """Continue a run paused with `awaiting_confirmation`.
 
+        What runs is decided by the executor's confirmation store, never by `run`: every pending entry
+        must match its stored record (same run, user — or "no user" —, conversation, call, arguments and
+        summary; argument hash under this executor's `hash_key`), and each entry's call, summary and
+        arguments are taken from the record. If any entry does not match or is unknown to the store
+        (already decided, purged, someone else's, or a store/`hash_key` this executor does not share),
+        nothing of this resume runs or is consumed, and the run ends `failed` with the reason in
+        `run.error`. See docs/agent-resume.md.
+
         Args:
-            run: The paused run (possibly rebuilt with `AgentRun.from_json` in another process).
+            run: The paused run (possibly rebuilt with `AgentRun.from_json`, or `load_run`, in another
+                process).
             approvals: `{confirmation_id: True}` to approve, `False` to deny. Calls not mentioned stay
                 pending, and the run stays paused until every one is decided.
-            context: Who decides: approvals are bound to the user who was asked.
+            context: Who decides: the user who was asked (no user id for a run that had none).
+
+        Raises:
+            ValueError: the run is not awaiting confirmation, or `approvals` names an id that is not
+                pending in it.
         """
         async for _ in self._resume(run, approvals, context, streaming=False):
             pass
@@ -180,6 +200,32 @@ class Agent:
         async for event in self._resume(run, approvals, context, streaming=True):
             yield event
 
+    def dump_run(self, run: AgentRun) -> str:
+        """`run` as JSON text signed with this agent's executor key (see `load_run`).
+
+        Use it for runs that leave the process (a browser, a queue, a file): `load_run` refuses any
+        change made to them in between.
+        """
+        return run.to_json(signing_key=self._signing_key())
+
+    def load_run(self, text: str | bytes) -> AgentRun:
+        """A run from `dump_run` output, its signature checked with the executor's key.
+
+        Every process that loads runs must share the executor's `hash_key` (as it must to share
+        confirmations).
+
+        Raises:
+            RunSignatureError: the run was changed after it was signed, signed with another key, or not
+                signed at all.
+            InvalidRunError: the text is not a run (names the field).
+        """
+        return AgentRun.from_json(text, signing_key=self._signing_key())
+
+    def _signing_key(self) -> bytes:
+        # A subkey of the executor's hash key, for this one purpose: argument hashes and run signatures
+        # are never interchangeable.
+        return self.executor.hasher.digest(b"toolrun: AgentRun signing key, v1").encode()
+
     async def _resume(
         self,
         run: AgentRun,
@@ -194,6 +240,13 @@ class Agent:
         if unknown:
             raise ValueError(f"No pending confirmation with id(s) {sorted(unknown)} in run {run.run_id}.")
         ctx = self._context(run, context)
+        # The confirmation store decides what runs, never the run's JSON: every pending entry must be the
+        # store's own record for this run, user and conversation, or nothing of this resume runs.
+        problem = await self._bind_pending(run, ctx)
+        if problem is not None:
+            run.status, run.error = "failed", problem
+            yield RunFinished(run=run)
+            return
         still_pending: list[PendingConfirmation] = []
         for pending in run.pending:
             decision = approvals.get(pending.confirmation_id)
@@ -218,6 +271,94 @@ class Agent:
         async for event in self._loop(run, ctx, streaming=streaming):
             yield event
 
+    async def _bind_pending(self, run: AgentRun, ctx: ToolContext[Any]) -> str | None:
+        """Check every pending entry of `run` against the confirmation store and replace it with what the
+        store holds (call, summary, arguments); the reason for refusing the resume, or None."""
+        store = self.executor.confirmation.store
+        principal = ctx.user_id or NO_USER
+        records: list[StoredConfirmation] = []
+        for entry in run.pending:
+            cid = entry.confirmation_id
+            try:
+                record = await store.get(cid)
+            except Exception as exc:
+                error_id = new_error_id()
+                log_exception(
+                    logger,
+                    "agent run %s: the confirmation store failed (error_id=%s)",
+                    exc,
+                    run.run_id,
+                    error_id,
+                    redact=not self.executor.log_exception_messages,
+                )
+                return f"The confirmation store could not be read (error id {error_id}); nothing was run."
+            if record is None or record.user_id != principal:
+                return (
+                    f"Confirmation {cid!r} is unknown to this executor's confirmation store: it was already "
+                    "decided, or expired and was purged, or belongs to another user, or this process does "
+                    "not share the store of the process that paused the run (give every process the same "
+                    "confirmation store and hash_key). Nothing was run."
+                )
+            problem = self._record_mismatch(entry, record, run, ctx)
+            if problem is not None:
+                return f"Confirmation {cid!r} {problem}. Nothing of this resume was run."
+            records.append(record)
+        in_step = {r.call.id for r in run.tool_calls if r.step == run.steps}
+        batch = {c.id for c in run.batch}
+        ids = [p.confirmation_id for p in run.pending]
+        if (
+            not run.pending
+            or len(set(ids)) != len(ids)
+            or len({p.call.id for p in run.pending}) != len(ids)
+            or not batch <= in_step
+            or any(p.call.id not in batch for p in run.pending)
+        ):
+            return (
+                "The run's pending confirmations, its paused batch and its tool calls do not agree (the run "
+                "was changed after it paused). Nothing was run."
+            )
+        for entry, record in zip(run.pending, records, strict=True):
+            arguments = record.metadata.get("arguments")
+            entry.call = ToolCall(
+                id=str(record.call.get("id", "")),
+                name=str(record.call.get("name", "")),
+                arguments=record.call.get("arguments"),
+            )
+            entry.summary = record.summary
+            entry.arguments = dict(arguments) if isinstance(arguments, Mapping) else None
+        return None
+
+    def _record_mismatch(
+        self, entry: PendingConfirmation, record: StoredConfirmation, run: AgentRun, ctx: ToolContext[Any]
+    ) -> str | None:
+        if record.run_id != run.run_id:
+            return "was not issued for this run"
+        if record.conversation_id is not None and record.conversation_id != ctx.conversation_id:
+            return "was issued in another conversation"
+        stored = record.call
+        shown = record.metadata.get("arguments")
+        if (
+            entry.call.id != stored.get("id")
+            or entry.call.name != stored.get("name")
+            or not _same_arguments(entry.call.arguments, stored.get("arguments"))
+            # What the person was shown counts too: a changed summary means they approved something else.
+            or entry.summary != record.summary
+            or (entry.arguments is not None and not _same_arguments(entry.arguments, shown))
+        ):
+            return "does not match the call in this run (the run was changed after it paused)"
+        tool = self.executor.registry.find(record.tool_name)
+        if tool is not None:
+            try:
+                digest = self.executor.hasher.arguments(tool.validate(stored.get("arguments")))
+            except Exception:  # the tool changed: approve() reports it to the model as the call's result
+                return None
+            if digest != record.arguments_hash:
+                return (
+                    "was bound to its arguments with another hash key, or the tool's parameters changed "
+                    "since it was issued (every process must share the executor's hash_key)"
+                )
+        return None
+
     # ----------------------------------------------------------------------------------------------------
     # The loop
 
@@ -239,6 +380,8 @@ class Agent:
         changes: dict[str, Any] = {}
         if ctx.conversation_id is None:
             changes["conversation_id"] = run.run_id
+        if ctx.run_id != run.run_id:
+            changes["run_id"] = run.run_id
         if self.max_tool_calls is not None and ctx.budget is None:
             used = sum(1 for r in run.tool_calls if r.result.attempts > 0)
             changes["budget"] = ToolBudget(max_calls=self.max_tool_calls, calls_used=used)
@@ -267,8 +410,7 @@ class Agent:
         except _Stop as stop:
             run.status, run.error = stop.status, stop.error
         except Exception as exc:  # a provider failure, or a bug: the run ends readable, never half-raised
-            logger.warning("agent run %s failed: %s", run.run_id, type(exc).__name__, exc_info=True)
-            run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"
+            run.status, run.error = "failed", self._failure(run, exc)
         yield RunFinished(run=run)
 
     async def _native_steps(
@@ -412,16 +554,38 @@ class Agent:
             run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))
             yield ToolCallFinished(call=call, result=result, step=step)
             if result.status == "confirmation_required" and result.confirmation_id is not None:
-                summary = result.message or f"run {call.name}"
-                pending.append(
-                    PendingConfirmation(confirmation_id=result.confirmation_id, call=call, summary=summary)
+                entry = await self._pending_entry(run, call, result)
+                pending.append(entry)
+                yield ConfirmationRequired(
+                    confirmation_id=entry.confirmation_id, call=call, summary=entry.summary
                 )
-                yield ConfirmationRequired(confirmation_id=result.confirmation_id, call=call, summary=summary)
         if pending:
             run.pending, run.batch = pending, list(calls)
             run.status = "awaiting_confirmation"
             return
         self._after_results(run, calls, results)
+
+    async def _pending_entry(self, run: AgentRun, call: ToolCall, result: ToolResult) -> PendingConfirmation:
+        """The run's entry for a held call: summary and full arguments as the confirmation store has them."""
+        cid = result.confirmation_id or ""
+        summary = result.message or f"run {call.name}"
+        arguments: dict[str, Any] | None = None
+        try:
+            record = await self.executor.confirmation.store.get(cid)
+        except Exception as exc:  # resume() checks the store again, and refuses without it
+            log_exception(
+                logger,
+                "agent run %s: the confirmation store failed",
+                exc,
+                run.run_id,
+                redact=not self.executor.log_exception_messages,
+            )
+            record = None
+        if record is not None:
+            summary = record.summary
+            shown = record.metadata.get("arguments")
+            arguments = dict(shown) if isinstance(shown, Mapping) else None
+        return PendingConfirmation(confirmation_id=cid, call=call, summary=summary, arguments=arguments)
 
     def _after_results(self, run: AgentRun, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
         """Feed a turn's results back (native mode) and stop on a spent budget or a hopeless tool."""
@@ -448,9 +612,60 @@ class Agent:
                 )
                 return
 
+    def _failure(self, run: AgentRun, exc: Exception) -> str:
+        """Log a model or provider failure and describe it for `run.error` without its message.
+
+        Provider messages can carry secrets (an API key echoed in a 401) and user text, and `run.error`
+        travels to browsers and logs: like a tool's exception, the message is replaced by a marker and an
+        error id that finds the logged traceback (messages are logged only with the executor's
+        `log_exception_messages=True`). toolrun's own errors (a test script running out) keep theirs.
+        """
+        error_id = new_error_id()
+        log_exception(
+            logger,
+            "agent run %s failed: %s (error_id=%s)",
+            exc,
+            run.run_id,
+            type(exc).__name__,
+            error_id,
+            level=logging.WARNING,
+            redact=not self.executor.log_exception_messages,
+        )
+        name = type(exc).__name__
+        if isinstance(exc, ToolrunError):
+            return f"{name}: {exc}"
+        if isinstance(exc, ProviderError):
+            where = ", ".join(
+                part
+                for part in (
+                    exc.provider or None,
+                    f"HTTP {exc.status_code}" if exc.status_code is not None else None,
+                )
+                if part
+            )
+            name += f" ({where})" if where else ""
+        return f"The model request failed: {name}: {REDACTED} (error id {error_id})."
+
     @staticmethod
     def _replace_result(run: AgentRun, call_id: str, result: ToolResult) -> None:
         for record in reversed(run.tool_calls):
             if record.call.id == call_id:
                 record.result = result
                 return
+
+
+def _same_arguments(a: Any, b: Any) -> bool:
+    """Whether two raw arguments (JSON text or decoded objects) say the same thing, exactly."""
+
+    def decoded(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return dict(value) if isinstance(value, Mapping) else value
+
+    try:
+        return canonical_json(decoded(a)) == canonical_json(decoded(b))
+    except Exception:
+        return False

@@ -1,18 +1,36 @@
-"""`AgentRun`: everything one run produced, serialisable to JSON so a paused run can resume elsewhere."""
+"""`AgentRun`: everything one run produced, serialisable to JSON so a paused run can resume elsewhere.
+
+A run that leaves the process (a browser, a queue) can come back edited. `to_json(signing_key=...)` signs
+it (HMAC-SHA256 over its canonical JSON) and `from_json(text, signing_key=...)` refuses any change with
+`RunSignatureError`; `Agent.dump_run` / `Agent.load_run` do both with a key derived from the executor's
+`hash_key`. Malformed input raises `InvalidRunError` (a `ToolrunError` and a `ValueError`) naming the field.
+Either way, what a resumed run executes is decided by the executor's confirmation store, never by the
+run's JSON (see `Agent.resume`).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, get_args
 
+from toolrun.exceptions import ToolrunError
 from toolrun.models import Message, Usage, message_from_dict
 from toolrun.results import ToolResult
 from toolrun.tools import ToolCall
 
-__all__ = ["AgentRun", "PendingConfirmation", "RunStatus", "ToolCallRecord"]
+__all__ = [
+    "AgentRun",
+    "InvalidRunError",
+    "PendingConfirmation",
+    "RunSignatureError",
+    "RunStatus",
+    "ToolCallRecord",
+]
 
 RunStatus = Literal[
     "running",
@@ -27,6 +45,129 @@ RunStatus = Literal[
 """Where a run stands. Every status but `"running"` and `"awaiting_confirmation"` is final."""
 
 SCHEMA_VERSION = 1
+
+_SIGNATURE = "signature"
+_SIGNATURE_PREFIX = "hmac-sha256:"
+_STATUSES = frozenset(get_args(RunStatus))
+_RESULT_STATUSES = frozenset({"ok", "error", "confirmation_required"})
+
+
+class InvalidRunError(ToolrunError, ValueError):
+    """A serialised `AgentRun` that cannot be read: not JSON, a missing field, a field of the wrong type.
+
+    Attributes:
+        field: The path of the offending field (`"pending[0].call.name"`), or None for the whole text.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(f"Invalid AgentRun: {field}: {message}" if field else f"Invalid AgentRun: {message}")
+        self.field = field
+
+
+class RunSignatureError(InvalidRunError):
+    """A signed `AgentRun` was changed after it was signed, signed with another key, or not signed at all
+    where a signature is required. Nothing of it can be trusted: start a new run."""
+
+
+_T = TypeVar("_T")
+
+
+def _get(
+    data: Mapping[str, Any], path: str, name: str, kinds: type | tuple[type, ...], default: Any = ...
+) -> Any:
+    """`data[name]`, checked to be one of `kinds` (None allowed only through `kinds`)."""
+    where = f"{path}.{name}" if path else name
+    if name not in data:
+        if default is ...:
+            raise InvalidRunError("is missing", field=where)
+        return default
+    value = data[name]
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise InvalidRunError(f"expected {_names(kinds)}, got a boolean", field=where)
+    if not isinstance(value, kinds):
+        raise InvalidRunError(f"expected {_names(kinds)}, got {type(value).__name__}", field=where)
+    return value
+
+
+def _names(kinds: type | tuple[type, ...]) -> str:
+    items = kinds if isinstance(kinds, tuple) else (kinds,)
+    names = {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+        type(None): "null",
+    }
+    return " or ".join(names.get(k, k.__name__) for k in items)
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidRunError(f"expected an object, got {type(value).__name__}", field=where)
+    return value
+
+
+def _items(data: Mapping[str, Any], name: str, parse: Callable[[Mapping[str, Any], str], _T]) -> list[_T]:
+    """Parse the array `data[name]` (missing: empty) item by item, naming the item that fails."""
+    values = _get(data, "", name, list, [])
+    return [parse(_object(item, f"{name}[{i}]"), f"{name}[{i}]") for i, item in enumerate(values)]
+
+
+def _call(data: Mapping[str, Any], where: str) -> ToolCall:
+    return ToolCall(
+        id=_get(data, where, "id", str),
+        name=_get(data, where, "name", str),
+        arguments=_get(data, where, "arguments", (str, dict, type(None)), None),
+    )
+
+
+def _result(data: Mapping[str, Any], where: str) -> ToolResult:
+    status = _get(data, where, "status", str)
+    if status not in _RESULT_STATUSES:
+        raise InvalidRunError(f"unknown result status {status!r}", field=f"{where}.status")
+    _get(data, where, "call_id", str, "")
+    _get(data, where, "tool_name", str, "")
+    _get(data, where, "message", (str, type(None)), None)
+    _get(data, where, "confirmation_id", (str, type(None)), None)
+    _get(data, where, "metadata", dict, {})
+    _get(data, where, "attempts", int, 0)
+    error = _get(data, where, "error", (dict, type(None)), None)
+    if error is not None:
+        _get(error, f"{where}.error", "code", str)
+        _get(error, f"{where}.error", "message", str)
+        _get(error, f"{where}.error", "details", (dict, type(None)), None)
+    try:
+        return ToolResult.from_dict(dict(data))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidRunError(f"not a tool result ({type(exc).__name__}: {exc})", field=where) from None
+
+
+def _message(data: Mapping[str, Any], where: str) -> Message:
+    role = _get(data, where, "role", str)
+    if role in ("system", "user", "tool"):
+        _get(data, where, "content", str)
+    if role == "tool":
+        _get(data, where, "call_id", str)
+    if role == "assistant":
+        _get(data, where, "content", (str, type(None)), None)
+        for i, item in enumerate(_get(data, where, "tool_calls", (list, type(None)), None) or ()):
+            _call(_object(item, f"{where}.tool_calls[{i}]"), f"{where}.tool_calls[{i}]")
+    try:
+        return message_from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidRunError(str(exc), field=where) from None
+
+
+def _canonical(data: Mapping[str, Any]) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def _signature(data: Mapping[str, Any], key: bytes) -> str:
+    return _SIGNATURE_PREFIX + hmac.new(key, _canonical(data), hashlib.sha256).hexdigest()
 
 
 @dataclass(kw_only=True, slots=True)
@@ -44,34 +185,51 @@ class ToolCallRecord:
         return {"call": self.call.to_dict(), "result": self.result.to_dict(), "step": self.step}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ToolCallRecord:
+    def from_dict(cls, data: Mapping[str, Any], *, _where: str = "tool_call") -> ToolCallRecord:
+        """Rebuild a record from `to_dict()` output; `InvalidRunError` names the field that is wrong."""
+        data = _object(data, _where)
         return cls(
-            call=ToolCall.from_dict(data["call"]),
-            result=ToolResult.from_dict(data["result"]),
-            step=data["step"],
+            call=_call(_object(_get(data, _where, "call", dict), f"{_where}.call"), f"{_where}.call"),
+            result=_result(_get(data, _where, "result", dict), f"{_where}.result"),
+            step=_get(data, _where, "step", int),
         )
 
 
 @dataclass(kw_only=True, slots=True)
 class PendingConfirmation:
-    """A call that waits for a person: approve or deny it by `confirmation_id` in `Agent.resume`."""
+    """A call that waits for a person: approve or deny it by `confirmation_id` in `Agent.resume`.
+
+    Filled from the executor's confirmation store when the run pauses, and again (from the store, not
+    from whatever JSON the run was rebuilt from) when it resumes.
+    """
 
     confirmation_id: str
     """The id to pass in `approvals`."""
     call: ToolCall
     """The call that would run."""
     summary: str
-    """What it would do, for the person deciding."""
+    """What it would do, for the person deciding: every argument value in full (folded over lines); a
+    value too long to show is named as such, and then `arguments` holds it."""
+    arguments: dict[str, Any] | None = None
+    """The full validated arguments (as JSON data) the call would run with, for a UI to show."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"confirmation_id": self.confirmation_id, "call": self.call.to_dict(), "summary": self.summary}
+        return {
+            "confirmation_id": self.confirmation_id,
+            "call": self.call.to_dict(),
+            "summary": self.summary,
+            "arguments": self.arguments,
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PendingConfirmation:
+    def from_dict(cls, data: Mapping[str, Any], *, _where: str = "pending") -> PendingConfirmation:
+        """Rebuild an entry from `to_dict()` output; `InvalidRunError` names the field that is wrong."""
+        data = _object(data, _where)
         return cls(
-            confirmation_id=data["confirmation_id"],
-            call=ToolCall.from_dict(data["call"]),
-            summary=data["summary"],
+            confirmation_id=_get(data, _where, "confirmation_id", str),
+            call=_call(_object(_get(data, _where, "call", dict), f"{_where}.call"), f"{_where}.call"),
+            summary=_get(data, _where, "summary", str),
+            arguments=_get(data, _where, "arguments", (dict, type(None)), None),
         )
 
 
@@ -138,31 +296,98 @@ class AgentRun:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentRun:
+        """Rebuild a run from `to_dict()` output.
+
+        Raises:
+            InvalidRunError: the data is not a run of this schema version; the message and `field` name
+                the first field that is missing or of the wrong type (`"messages[2].content"`).
+        """
+        data = _object(data, "(the run)")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(
-                f"Cannot read an AgentRun of schema version {version!r} (expected {SCHEMA_VERSION})."
+        if version != SCHEMA_VERSION or isinstance(version, bool):
+            raise InvalidRunError(
+                f"cannot read schema version {version!r} (expected {SCHEMA_VERSION})", field="schema_version"
             )
+        status = _get(data, "", "status", str)
+        if status not in _STATUSES:
+            raise InvalidRunError(f"unknown status {status!r}", field="status")
+        mode = _get(data, "", "mode", str, "native")
+        if mode not in ("native", "planner"):
+            raise InvalidRunError(f"unknown mode {mode!r}", field="mode")
+        usage = _get(data, "", "usage", (dict, type(None)), None) or {}
+        try:
+            parsed_usage = Usage.from_dict(usage)
+        except (TypeError, ValueError) as exc:
+            raise InvalidRunError(str(exc), field="usage") from None
         return cls(
-            run_id=data["run_id"],
-            status=data["status"],
-            mode=data.get("mode", "native"),
-            messages=[message_from_dict(m) for m in data["messages"]],
-            output=data.get("output"),
-            steps=data.get("steps", 0),
-            tool_calls=[ToolCallRecord.from_dict(r) for r in data.get("tool_calls", ())],
-            pending=[PendingConfirmation.from_dict(p) for p in data.get("pending", ())],
-            batch=[ToolCall.from_dict(c) for c in data.get("batch", ())],
-            usage=Usage.from_dict(data.get("usage") or {}),
-            error=data.get("error"),
-            plan=data.get("plan"),
+            run_id=_get(data, "", "run_id", str),
+            status=status,  # checked against RunStatus above
+            mode=mode,
+            messages=[
+                _message(_object(m, f"messages[{i}]"), f"messages[{i}]")
+                for i, m in enumerate(_get(data, "", "messages", list))
+            ],
+            output=_get(data, "", "output", (str, type(None)), None),
+            steps=_get(data, "", "steps", int, 0),
+            tool_calls=_items(data, "tool_calls", lambda d, w: ToolCallRecord.from_dict(d, _where=w)),
+            pending=_items(data, "pending", lambda d, w: PendingConfirmation.from_dict(d, _where=w)),
+            batch=_items(data, "batch", _call),
+            usage=parsed_usage,
+            error=_get(data, "", "error", (str, type(None)), None),
+            plan=_get(data, "", "plan", (dict, type(None)), None),
         )
 
-    def to_json(self) -> str:
-        """The run as JSON text."""
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+    def to_json(self, *, signing_key: bytes | None = None) -> str:
+        """The run as JSON text; with `signing_key`, signed (a `"signature"` field: HMAC-SHA256 of the
+        canonical JSON of everything else), so `from_json(text, signing_key=...)` detects any change.
+
+        Prefer `Agent.dump_run(run)`, which signs with a key derived from the executor's `hash_key`.
+        """
+        data = self.to_dict()
+        if signing_key is None:
+            return json.dumps(data, ensure_ascii=False)
+        key = _check_key(signing_key)
+        text = json.dumps(data, ensure_ascii=False)
+        # Sign what a reader will parse (tuples become lists, keys strings), not the Python objects.
+        data = json.loads(text)
+        data[_SIGNATURE] = _signature(data, key)
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> AgentRun:
-        """A run from `to_json()` output."""
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes, *, signing_key: bytes | None = None) -> AgentRun:
+        """A run from `to_json()` output.
+
+        Args:
+            text: The JSON text.
+            signing_key: Verify the signature with this key: a run that is unsigned, or was changed in any
+                way after `to_json(signing_key=...)`, raises `RunSignatureError`. Without a key, a signature
+                present is not checked (the caller trusts where the text comes from).
+
+        Raises:
+            InvalidRunError: not JSON, or not a run (names the field); `RunSignatureError` for a bad
+                signature.
+        """
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError) as exc:  # JSONDecodeError, bad UTF-8, not str/bytes
+            raise InvalidRunError(f"the text is not JSON ({exc})") from None
+        data = dict(_object(data, "(the run)"))
+        signature = data.pop(_SIGNATURE, None)
+        if signing_key is not None:
+            if not isinstance(signature, str):
+                raise RunSignatureError(
+                    "the run is not signed, and a signed one is required; it cannot be trusted."
+                )
+            expected = _signature(data, _check_key(signing_key))
+            if not hmac.compare_digest(signature.encode("utf-8", "surrogatepass"), expected.encode()):
+                raise RunSignatureError(
+                    "the signature does not match: the run was changed after it was signed, or signed with "
+                    "another key. Nothing of it can be trusted; start a new run."
+                )
+        return cls.from_dict(data)
+
+
+def _check_key(key: bytes) -> bytes:
+    if not isinstance(key, bytes | bytearray) or len(key) < 16:
+        raise ValueError("A signing key must be at least 16 bytes.")
+    return bytes(key)

@@ -20,14 +20,16 @@ middleware, `ConfirmationStage`, `RateLimitStage`, `CacheStage`, then the `RunSt
 session snapshot, handler with timeout and retries, result conversion).
 
 **Confirmations.** A call of a tool that `requires_confirmation` is stored as a `PendingConfirmation`
-(id, user, tool, keyed hash of the canonical JSON of the *validated* arguments, the call, created and
-expiry times, and a summary for the user's UI) and answered with `status="confirmation_required"`.
-`approve(id, ctx)` consumes it atomically (single use, only by its user, not after expiry) and runs the
-stored call through the stages after confirmation, returning its result under the original call id;
-`deny(id, ctx, reason)` consumes it and returns `CONFIRMATION_DENIED`. `execute(call, ctx, approval=id)`
-accepts a re-sent call only if user, tool and argument hash match. Unknown or used → `CONFIRMATION_EXPIRED`
-(`reason="unknown_or_used"`), expired → `CONFIRMATION_EXPIRED` (`"expired"`), no user id or a mismatch →
-`CONFIRMATION_DENIED`. Store errors fail closed.
+(id, user — `NO_USER` without one —, tool, keyed hash of the canonical JSON of the *validated* arguments,
+the agent run it came from, the call, created and expiry times, a summary showing every argument value for
+the user's UI, and the full validated arguments) and answered with `status="confirmation_required"`.
+`approve(id, ctx)` consumes it atomically (single use, only by its user and in its run, not after expiry)
+and runs the stored call through the stages after confirmation, returning its result under the original
+call id; `deny(id, ctx, reason)` consumes it and returns `CONFIRMATION_DENIED`. `execute(call, ctx,
+approval=id)` accepts a re-sent call only if user, tool, argument hash and run match. Unknown, used,
+someone else's or another run's → `CONFIRMATION_EXPIRED` (`reason="unknown_or_used"`), expired →
+`CONFIRMATION_EXPIRED` (`"expired"`), a mismatch → `CONFIRMATION_DENIED`; so is a call without a user id
+under `require_user_for_confirmation=True`. Store errors fail closed.
 
 **Observation** costs nothing when nobody listens (no subscriber, the `toolrun.audit` logger not enabled
 for INFO, no audit sink, no OpenTelemetry SDK provider). Events, audit records and spans never carry

@@ -47,6 +47,7 @@ from toolrun.runtime._otel import Tracing
 from toolrun.runtime._run import RunStage, backoff_delay
 from toolrun.runtime._stages import DEFAULT_CONFIRMATION_TTL, CacheStage, ConfirmationStage, RateLimitStage
 from toolrun.store import (
+    NO_USER,
     CacheStore,
     ConfirmationStore,
     InMemoryCache,
@@ -90,7 +91,12 @@ class ToolExecutor:
         audit_logger: The logger audit records go to at INFO (a name or a logger; None for none).
         events: The event bus (default: a new one; see `executor.events.subscribe`).
         thread_pool_size: Worker threads for sync tools (default: `min(32, cpu_count + 4)`).
-        confirmation_ttl: Seconds a pending confirmation can be approved (default 10 minutes).
+        confirmation_ttl: Seconds a pending confirmation can be approved (default 10 minutes; finite and
+            positive).
+        require_user_for_confirmation: Refuse calls of tools that need confirmation when the context has
+            no user id (`CONFIRMATION_DENIED`, reason `no_user`), for servers where every user signs in.
+            By default such a call is held like any other, bound to "no user" (`toolrun.store.NO_USER`)
+            and to its run: only a caller without a user id can decide it, never a signed-in one.
         hash_key: Secret key for argument hashes (audit, approvals, cache keys); 16-64 bytes. Default:
             random per executor. Processes that share a confirmation store or cache must share it.
         retry_backoff: First retry delay in seconds (then doubling, with jitter).
@@ -118,6 +124,7 @@ class ToolExecutor:
         events: EventBus | None = None,
         thread_pool_size: int | None = None,
         confirmation_ttl: float = DEFAULT_CONFIRMATION_TTL,
+        require_user_for_confirmation: bool = False,
         hash_key: bytes | None = None,
         retry_backoff: float = 0.1,
         retry_backoff_max: float = 5.0,
@@ -148,6 +155,7 @@ class ToolExecutor:
             confirmations if confirmations is not None else InMemoryConfirmationStore(),
             ttl=confirmation_ttl,
             clock=clock,
+            require_user=require_user_for_confirmation,
         )
         self._clock = clock
         self.rate_limit = RateLimitStage(rate_limits if rate_limits is not None else InMemoryRateLimitStore())
@@ -195,10 +203,12 @@ class ToolExecutor:
         """Approve a pending confirmation and run its call; returns the call's result (same call id).
 
         The confirmation is consumed atomically (single use) and only by its own user
-        (`context.user_id`); the stored call is validated again and must hash to the approved arguments.
-        It runs through the stages after confirmation (rate limit, deadline, budget, timeout, ...) under
-        `context`. Unknown, used or someone else's → `CONFIRMATION_EXPIRED` (reason `unknown_or_used`);
-        expired → `CONFIRMATION_EXPIRED` (reason `expired`); no user id → `CONFIRMATION_DENIED`.
+        (`context.user_id`; a confirmation requested without a user id only by a caller without one), and
+        one issued in an agent run only in that run (`context.run_id`); the stored call is validated again
+        and must hash to the approved arguments. It runs through the stages after confirmation (rate
+        limit, deadline, budget, timeout, ...) under `context`. Unknown, used, someone else's or another
+        run's → `CONFIRMATION_EXPIRED` (reason `unknown_or_used`); expired → `CONFIRMATION_EXPIRED`
+        (reason `expired`); no user id with `require_user_for_confirmation` → `CONFIRMATION_DENIED`.
         Of two concurrent approvals of one id, one runs the call and the other gets an error.
         """
         taken = await self._take(confirmation_id, context, "approve")
@@ -604,19 +614,18 @@ class ToolExecutor:
     ) -> PendingConfirmation | ToolResult:
         """Consume a confirmation for approve/deny, or say why not (as an error result, audited)."""
         start = _perf()
-        user = context.user_id
-        store = self.confirmation.store
+        user = context.user_id or NO_USER
         result: ToolResult
-        if not user:
+        if not context.user_id and self.confirmation.require_user:
             result = _errors.confirmation_denied(
                 "",
                 "",
-                "Only a known user can decide on a pending action, and this request has no user id.",
+                "Only a signed-in user can decide on a pending action, and this request has no user id.",
                 reason="no_user",
             )
         else:
             try:
-                taken = await store.consume(str(confirmation_id), user_id=user)
+                taken = await self._consume(str(confirmation_id), user, context)
             except Exception as exc:
                 error_id = _errors.new_error_id()
                 log_exception(
@@ -658,6 +667,20 @@ class ToolExecutor:
         if self._audit_enabled():
             self._audit(action, result, result.tool_name or None, context, None)
         return result
+
+    async def _consume(
+        self, confirmation_id: str, user: str, context: ToolContext[Any]
+    ) -> PendingConfirmation | None:
+        """Take the confirmation if it is `user`'s and was not issued for another run than `context`'s;
+        a confirmation of another run is left in place (looked at first, so nobody else can burn it)."""
+        store = self.confirmation.store
+        found = await store.get(confirmation_id)
+        if found is None or found.user_id != user or (found.run_id not in (None, context.run_id)):
+            return None
+        taken = await store.consume(confirmation_id, user_id=user)
+        if taken is not None and taken.run_id not in (None, context.run_id):  # replaced in between
+            return None
+        return taken
 
     def _resolved(self, pending: PendingConfirmation, context: ToolContext[Any], decision: Any) -> None:
         if self.events.active:

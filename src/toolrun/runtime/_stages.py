@@ -7,7 +7,9 @@ tool's chain holds only the stages its options ask for.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
+import math
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -20,9 +22,8 @@ from toolrun.runtime import _errors
 from toolrun.runtime._convert import ResultNotJSON, json_safe
 from toolrun.runtime._events import ConfirmationRequested, ConfirmationResolved
 from toolrun.runtime._invocation import CallNext, Invocation
-from toolrun.store import CacheStore, ConfirmationStore, PendingConfirmation, RateLimitStore
+from toolrun.store import NO_USER, CacheStore, ConfirmationStore, PendingConfirmation, RateLimitStore
 from toolrun.tools import Tool
-from toolrun.tools._validation import short_repr
 
 __all__ = ["CacheStage", "ConfirmationStage", "RateLimitStage", "summarize_call"]
 
@@ -31,40 +32,123 @@ _logger = logging.getLogger("toolrun")
 DEFAULT_CONFIRMATION_TTL = 600.0
 """Seconds a pending confirmation can be approved: 10 minutes."""
 
-_MAX_SUMMARY = 600
+SUMMARY_WIDTH = 100
+"""Summary lines are folded at this many characters (a value is never cut, only wrapped)."""
+MAX_SHOWN_VALUE = 4_000
+"""A value whose text is longer than this is not shown in the summary, which says so plainly."""
+MAX_SHOWN_TOTAL = 16_000
+"""Past this many characters of values, further long values are not shown either (said plainly)."""
+_ONE_LINE = 160
+_LONG = 200
+
+
+def _show(value: Any) -> str:
+    """The value as exact JSON text, with every invisible or control character escaped.
+
+    Nothing is cut: a right-to-left override or a zero-width space could otherwise hide part of the
+    action from the person approving it.
+    """
+    try:
+        text = json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False)
+    except (ResultNotJSON, TypeError, ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() else (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        for ch in text
+    )
+
+
+def _fold(text: str, first: int, width: int) -> list[str]:
+    """`text` in pieces: the first at most `first` characters, the others at most `width`; never splits
+    a backslash escape, and joined they give `text` back exactly."""
+    pieces: list[str] = []
+    current = ""
+    limit = max(first, 8)
+    i = 0
+    while i < len(text):
+        token = text[i]
+        if token == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            size = {"u": 6, "U": 10}.get(nxt, 2)
+            token = text[i : i + size]
+        if current and len(current) + len(token) > limit:
+            pieces.append(current)
+            current = ""
+            limit = max(width, 8)
+        current += token
+        i += len(token)
+    pieces.append(current)
+    return pieces
 
 
 def summarize_call(tool: Tool, arguments: Mapping[str, Any]) -> str:
-    """`tool(arg=value, ...) — first sentence of the description`, each value shortened.
+    """What the call would do, for the person who approves it: the tool, the first sentence of its
+    description and EVERY argument value in full.
 
-    For the person who approves the call, so it shows argument values: never log it.
+    A short call reads `tool(arg=value, ...) — description`. Otherwise each argument gets its own line
+    and long values are folded over several lines (never cut: joined, the pieces are the exact JSON
+    text). A value longer than `MAX_SHOWN_VALUE` characters (or past `MAX_SHOWN_TOTAL` in all) is not
+    shown, and the summary says so plainly; the full validated arguments are then in the pending
+    confirmation's `metadata["arguments"]` (and `PendingConfirmation.arguments` of an agent run) for a
+    UI to show. Holds argument values: never log it.
     """
-    parts = []
+    shown: list[tuple[str, str | None]] = []
+    sizes: dict[str, int] = {}
+    total = 0
     for name, value in arguments.items():
-        try:
-            shown = short_repr(json_safe(value))
-        except ResultNotJSON:
-            shown = f"<{type(value).__name__}>"
-        parts.append(f"{name}={shown}")
-    text = f"{tool.name}({', '.join(parts)})"
-    if len(text) > _MAX_SUMMARY:
-        text = text[: _MAX_SUMMARY - 2] + "…)"
+        text = _show(value)
+        if len(text) > MAX_SHOWN_VALUE or (len(text) > _LONG and total + len(text) > MAX_SHOWN_TOTAL):
+            shown.append((name, None))
+            sizes[name] = len(text)
+            continue
+        total += len(text)
+        shown.append((name, text))
     first = tool.description.strip().split("\n", 1)[0].split(". ", 1)[0].rstrip(". ")
-    if first:
-        text += f" — {first[:160]}"
-    return text
+    about = f" — {first[:160]}" if first else ""
+    if all(shown_text is not None for _, shown_text in shown):
+        line = f"{tool.name}({', '.join(f'{name}={shown_text}' for name, shown_text in shown)})"
+        if len(line) <= _ONE_LINE:
+            return line + about
+    lines = [tool.name + about]
+    hidden = 0
+    for name, shown_text in shown:
+        head = f"  {name}: "
+        if shown_text is None:
+            hidden += 1
+            lines.append(f"{head}(not shown: {sizes[name]:,} characters, too long to show here)")
+            continue
+        pieces = _fold(shown_text, SUMMARY_WIDTH - len(head), SUMMARY_WIDTH - 4)
+        lines.append(head + pieces[0])
+        lines.extend("    " + piece for piece in pieces[1:])
+    if hidden:
+        lines.append(
+            f"{hidden} value(s) are too long to show in this summary: look at the full arguments before "
+            "you approve."
+        )
+    return "\n".join(lines)
 
 
 class ConfirmationStage:
     """Holds back calls of tools that `requires_confirmation` until their user approves them.
 
-    Without an approval the call is stored as a `PendingConfirmation` (bound to the user, the tool and
-    the keyed hash of the validated arguments; expiring after `ttl` seconds) and the result is
-    `confirmation_required` with its id. With an approval (from `ToolExecutor.approve`, or a confirmation
-    id presented with `execute(..., approval=...)`) the call passes only if user, tool and argument hash
-    all match, and the confirmation is consumed atomically: it can never let two runs through.
-    Everything missing or uncertain fails closed: no user id, an unknown, used, expired, mismatched
-    or unreadable confirmation, a store error.
+    Without an approval the call is stored as a `PendingConfirmation` (bound to the user — `NO_USER`
+    for a call without a user id —, the tool, the keyed hash of the validated arguments and the agent
+    run it was made in; expiring after `ttl` seconds; the full validated arguments in
+    `metadata["arguments"]`) and the result is `confirmation_required` with its id. With an approval
+    (from `ToolExecutor.approve`, or a confirmation id presented with `execute(..., approval=...)`) the
+    call passes only if user, tool, argument hash and run all match, and the confirmation is consumed
+    atomically: it can never let two runs through. Everything missing or uncertain fails closed: an
+    unknown, used, expired, mismatched or unreadable confirmation, a store error; and, with
+    `require_user=True`, a call without a user id.
+
+    Args:
+        store: Where pending confirmations wait.
+        ttl: Seconds a confirmation can be approved (finite, positive).
+        clock: Wall-clock time (`time.time`).
+        require_user: Refuse calls without a user id (`CONFIRMATION_DENIED`, reason `no_user`) instead of
+            holding them for a caller without a user id to decide: for servers where every user signs in.
     """
 
     def __init__(
@@ -73,11 +157,15 @@ class ConfirmationStage:
         *,
         ttl: float = DEFAULT_CONFIRMATION_TTL,
         clock: Callable[[], float] = time.time,
+        require_user: bool = False,
     ) -> None:
-        if not ttl > 0:
-            raise ValueError("The confirmation ttl must be a positive number of seconds.")
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not (math.isfinite(ttl) and ttl > 0):
+            raise ValueError(
+                f"The confirmation ttl must be a finite positive number of seconds, not {ttl!r}."
+            )
         self.store = store
-        self.ttl = ttl
+        self.ttl = float(ttl)
+        self.require_user = require_user
         self._clock = clock
 
     def applies_to(self, tool: Tool) -> bool:
@@ -96,22 +184,25 @@ class ConfirmationStage:
             return await self._presented(inv, inv.approval_id, call_next)
         return await self._request(inv)
 
+    def _no_user(self, inv: Invocation) -> ToolResult:
+        return _errors.confirmation_denied(
+            inv.call.id,
+            inv.tool.name,
+            f"The tool {inv.tool.name!r} needs the approval of a signed-in user, and this call has no user "
+            "id; it did not run.",
+            reason="no_user",
+            recover_action="Tell the user this action needs them to be signed in.",
+        )
+
     async def _request(self, inv: Invocation) -> ToolResult:
         call, tool, ctx = inv.call, inv.tool, inv.context
-        if not ctx.user_id:
-            return _errors.confirmation_denied(
-                call.id,
-                tool.name,
-                f"The tool {tool.name!r} needs the approval of a known user, and this call has no user "
-                "id; it did not run.",
-                reason="no_user",
-                recover_action="Tell the user this action needs them to be signed in.",
-            )
+        if not ctx.user_id and self.require_user:
+            return self._no_user(inv)
         now = self._clock()
         try:
             pending = PendingConfirmation(
                 id="conf_" + secrets.token_urlsafe(18),
-                user_id=ctx.user_id,
+                user_id=ctx.user_id or NO_USER,
                 tool_name=tool.name,
                 arguments_hash=inv.arguments_hash,
                 call=_stored_call(inv),
@@ -119,6 +210,8 @@ class ConfirmationStage:
                 created_at=now,
                 expires_at=now + self.ttl,
                 conversation_id=ctx.conversation_id,
+                run_id=ctx.run_id,
+                metadata={"arguments": _shown_arguments(inv.arguments)},
             )
             await self.store.add(pending)
         except Exception as exc:
@@ -140,15 +233,10 @@ class ConfirmationStage:
         )
 
     async def _presented(self, inv: Invocation, confirmation_id: str, call_next: CallNext) -> ToolResult:
-        user = inv.context.user_id
-        if not user:
+        if not inv.context.user_id and self.require_user:
             self._resolved(inv, confirmation_id, "unknown")
-            return _errors.confirmation_denied(
-                inv.call.id,
-                inv.tool.name,
-                "An approval can only be used by a known user, and this call has no user id; it did not run.",
-                reason="no_user",
-            )
+            return self._no_user(inv)
+        user = inv.context.user_id or NO_USER
         try:
             pending = await self.store.get(confirmation_id)
             if pending is None or pending.user_id != user:
@@ -175,9 +263,12 @@ class ConfirmationStage:
 
     @staticmethod
     def _matches(pending: PendingConfirmation, inv: Invocation) -> bool:
+        """Whether `pending` approves exactly this call: same principal, tool, arguments and run."""
+        ctx = inv.context
         return (
-            pending.user_id == inv.context.user_id
+            pending.user_id == (ctx.user_id or NO_USER)
             and pending.tool_name == inv.tool.name
+            and (pending.run_id is None or pending.run_id == ctx.run_id)
             and hmac.compare_digest(pending.arguments_hash, inv.arguments_hash)
         )
 
@@ -186,8 +277,8 @@ class ConfirmationStage:
         return _errors.confirmation_denied(
             inv.call.id,
             inv.tool.name,
-            "The approval presented is for a different action (another tool, other arguments or another "
-            "user); this call did not run.",
+            "The approval presented is for a different action (another tool, other arguments, another "
+            "user or another run); this call did not run.",
             reason="mismatch",
             recover_action="Call the tool again without an approval to ask the user to confirm this action.",
         )
@@ -206,6 +297,17 @@ class ConfirmationStage:
                     decision=decision,
                 )
             )
+
+
+def _shown_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The validated arguments as JSON data, for the approver's UI (a value with no JSON form: its type)."""
+    shown: dict[str, Any] = {}
+    for name, value in arguments.items():
+        try:
+            shown[name] = json_safe(value)
+        except ResultNotJSON:
+            shown[name] = f"<{type(value).__name__}>"
+    return shown
 
 
 def _stored_call(inv: Invocation) -> dict[str, Any]:

@@ -12,6 +12,7 @@ They are not imported here, so `import toolrun` stays light.
 
 from toolrun.store._memory import InMemoryCache, InMemoryConfirmationStore, InMemoryRateLimitStore
 from toolrun.store._protocols import (
+    NO_USER,
     CacheStore,
     ConfirmationStore,
     PendingConfirmation,
@@ -20,6 +21,7 @@ from toolrun.store._protocols import (
 )
 
 __all__ = [
+    "NO_USER",
     "CacheStore",
     "ConfirmationStore",
     "InMemoryCache",

@@ -18,12 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
+    "NO_USER",
     "CacheStore",
     "ConfirmationStore",
     "PendingConfirmation",
     "RateLimitDecision",
     "RateLimitStore",
 ]
+
+NO_USER = ""
+"""The `user_id` of a confirmation requested by a call without a user id (and of the caller deciding it):
+a principal of its own, so such a confirmation is never decided by a signed-in user, nor the reverse."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -36,7 +41,8 @@ class PendingConfirmation:
     id: str
     """The confirmation id handed to the caller (unguessable)."""
     user_id: str
-    """The only principal who may approve or deny it."""
+    """The only principal who may approve or deny it; `NO_USER` (`""`) for a call made without a user id,
+    which then only a caller without a user id can decide (never a signed-in user, and vice versa)."""
     tool_name: str
     """The registered name of the tool the call runs."""
     arguments_hash: str
@@ -51,6 +57,9 @@ class PendingConfirmation:
     """After this moment (`time.time()` seconds) it can no longer be approved."""
     conversation_id: str | None = None
     """The conversation the call came from, if known (lets a UI list pending actions per chat)."""
+    run_id: str | None = None
+    """The agent run the call was made in, if any: the confirmation can then only be decided in that run
+    (`Agent.resume` of that run, or a context whose `run_id` is this one)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """Anything else a backend or application wants to keep with it (JSON-safe)."""
 
@@ -69,6 +78,7 @@ class PendingConfirmation:
             "created_at": self.created_at,
             "expires_at": self.expires_at,
             "conversation_id": self.conversation_id,
+            "run_id": self.run_id,
             "metadata": dict(self.metadata),
         }
 
@@ -84,6 +94,7 @@ class PendingConfirmation:
             created_at=float(data["created_at"]),
             expires_at=float(data["expires_at"]),
             conversation_id=data.get("conversation_id"),
+            run_id=data.get("run_id"),
             metadata=dict(data.get("metadata") or {}),
         )
 

@@ -232,10 +232,33 @@ class SQLConfirmationStore(_SQLStore):
             sa.Column("created_at", sa.Double(), nullable=False),
             sa.Column("expires_at", sa.Double(), nullable=False),
             sa.Column("conversation_id", sa.String(), nullable=True),
+            sa.Column("run_id", sa.String(), nullable=True),
             sa.Column("metadata", sa.Text(), nullable=False),  # JSON
             sa.Index(f"{name}_user", "user_id", "created_at"),
             sa.Index(f"{name}_expiry", "expires_at"),
         )
+
+    async def create_tables(self) -> None:
+        """Create the table if it does not exist; add the `run_id` column to a table made before it had one.
+
+        The column is nullable, so rows written by older versions stay readable (they are not bound to a
+        run). Safe to call on every start.
+        """
+        await super().create_tables()
+        if "run_id" in await self._columns():
+            return
+        try:
+            async with self.engine.begin() as conn:  # the name is checked: lowercase letters, digits, _
+                await conn.execute(sa.text(f"ALTER TABLE {self.table.name} ADD COLUMN run_id VARCHAR"))
+        except DBAPIError:
+            if "run_id" not in await self._columns():  # not another process adding it first
+                raise
+
+    async def _columns(self) -> set[str]:
+        async with self.engine.connect() as conn:
+            return await conn.run_sync(
+                lambda sync: {c["name"] for c in sa.inspect(sync).get_columns(self.table.name)}
+            )
 
     async def add(self, pending: PendingConfirmation) -> None:
         """Keep `pending` (a confirmation with the same id is replaced)."""
@@ -249,6 +272,7 @@ class SQLConfirmationStore(_SQLStore):
             "created_at": pending.created_at,
             "expires_at": pending.expires_at,
             "conversation_id": pending.conversation_id,
+            "run_id": pending.run_id,
             "metadata": json.dumps(dict(pending.metadata), separators=(",", ":")),
         }
         insert = self._insert(self.table).values(row)
@@ -310,6 +334,7 @@ def _pending(row: sa.RowMapping) -> PendingConfirmation:
         created_at=float(row["created_at"]),
         expires_at=float(row["expires_at"]),
         conversation_id=row["conversation_id"],
+        run_id=row["run_id"],
         metadata=json.loads(row["metadata"]),
     )
 

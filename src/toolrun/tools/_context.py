@@ -69,6 +69,9 @@ class ToolContext(Generic[DepsT]):
     """If set, only these tool names may run under this context (an allowlist on top of roles)."""
     conversation_id: str | None = None
     """The conversation or session this call belongs to."""
+    run_id: str | None = None
+    """The agent run this call belongs to (the `Agent` sets it): confirmations requested in a run are
+    bound to it, and can only be decided in that same run."""
     trace_id: str | None = None
     """A correlation id carried into events, audit records and spans."""
     deadline: float | None = None
