@@ -332,9 +332,34 @@ async def test_another_users_confirmation_ids_run_nothing() -> None:
     assert [p.id for p in await executor.pending_confirmations(ToolContext(user_id="alice"))] == alice_ids
 
 
-async def test_without_a_user_gated_calls_are_refused_without_an_interrupt() -> None:
+async def test_without_a_user_gated_calls_interrupt_bound_to_the_thread() -> None:
+    """A graph run without a user pauses like any other (issue 7 item 8); the held calls belong to "no
+    user" and this thread: another anonymous thread does not see them, and each approved call runs once."""
     runs: Runs = collections.Counter()
-    app = build(ToolExecutor(make_tools(runs)), MIXED, InMemorySaver())
+    executor = ToolExecutor(make_tools(runs))
+    app = build(executor, MIXED, InMemorySaver())
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    state = await app.ainvoke({"messages": [HumanMessage("go")]}, config)
+    request = state["__interrupt__"][0].value
+    assert [a["args"] for a in request["action_requests"]] == [{"item_id": "1"}, {"item_id": "2"}]
+    assert runs == {}
+    other = ToolContext(conversation_id="another-thread")
+    assert await executor.pending_confirmations(other) == []
+    assert await executor.pending_confirmations(ToolContext()) == []
+    state = await app.ainvoke(
+        Command(resume={"decisions": [{"type": "approve"}, {"type": "reject", "message": "no"}]}), config
+    )
+    msgs = {m.tool_call_id: m for m in tool_messages(state)}
+    assert msgs["a"].status == "success" and msgs["b"].status == "success"
+    assert msgs["c"].status == "error" and "CONFIRMATION_DENIED" in msgs["c"].content
+    assert runs == {"lookup": 1, "delete:1": 1}
+
+
+async def test_a_required_user_refuses_gated_calls_without_an_interrupt() -> None:
+    """`require_user_for_confirmation=True`: a server that requires signed-in users says so explicitly."""
+    runs: Runs = collections.Counter()
+    executor = ToolExecutor(make_tools(runs), require_user_for_confirmation=True)
+    app = build(executor, MIXED, InMemorySaver())
     state = await app.ainvoke(
         {"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": uuid.uuid4().hex}}
     )

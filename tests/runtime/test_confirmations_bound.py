@@ -171,6 +171,21 @@ async def test_an_anonymous_presented_approval_runs_once(make_executor: Any, run
     assert runs == [(None, {"target": "t1"})]
 
 
+async def test_an_anonymous_caller_lists_only_its_own_run_or_conversation(
+    make_executor: Any, runs: list[Any]
+) -> None:
+    ex = make_executor(*make_tools(runs))
+    mine = await held(ex, ToolContext(run_id="run-a"), target="a")
+    theirs = await held(ex, ToolContext(run_id="run-b"), target="b")
+    in_chat = await held(ex, ToolContext(conversation_id="chat-c"), target="c")
+    assert [p.id for p in await ex.pending_confirmations(ToolContext(run_id="run-a"))] == [mine]
+    assert [p.id for p in await ex.pending_confirmations(ToolContext(run_id="run-b"))] == [theirs]
+    assert [p.id for p in await ex.pending_confirmations(ToolContext(conversation_id="chat-c"))] == [in_chat]
+    assert await ex.pending_confirmations(ToolContext(conversation_id="chat-x")) == []
+    assert await ex.pending_confirmations(ANON) == []
+    assert await ex.pending_confirmations(U1) == []  # a user never sees "no user"'s calls
+
+
 # ---------------------------------------------------------------------------------------------------------
 # What the person approving sees (item 2)
 

@@ -255,10 +255,20 @@ class ToolExecutor:
         return result
 
     async def pending_confirmations(self, context: ToolContext[Any]) -> list[PendingConfirmation]:
-        """The confirmations waiting for `context.user_id` (empty without a user id)."""
-        if not context.user_id:
-            return []
-        return await self.confirmation.store.list_pending(context.user_id, now=self._clock())
+        """The confirmations waiting for `context.user_id`.
+
+        Without a user id, the calls held for "no user" (`NO_USER`) are shared by every anonymous caller,
+        so only those of the caller's own run (`context.run_id`) or, failing that, conversation
+        (`context.conversation_id`) are listed; with neither, none.
+        """
+        pending = await self.confirmation.store.list_pending(context.user_id or NO_USER, now=self._clock())
+        if context.user_id:
+            return pending
+        if context.run_id is not None:
+            return [p for p in pending if p.run_id == context.run_id]
+        if context.conversation_id is not None:
+            return [p for p in pending if p.conversation_id == context.conversation_id]
+        return []
 
     async def execute_many(
         self,
