@@ -9,10 +9,12 @@ from toolrun.agent._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from toolrun.agent._extras import SEARCH_TOOL_NAME, PromptSource, loaded_tools, make_search_tool
 from toolrun.agent._planner import Plan, PlannedCall
 from toolrun.agent._run import AgentRun, PendingConfirmation, RunStatus, ToolCallRecord
 
 __all__ = [
+    "SEARCH_TOOL_NAME",
     "Agent",
     "AgentEvent",
     "AgentRun",
@@ -20,10 +22,13 @@ __all__ = [
     "PendingConfirmation",
     "Plan",
     "PlannedCall",
+    "PromptSource",
     "RunFinished",
     "RunStatus",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
+    "loaded_tools",
+    "make_search_tool",
 ]

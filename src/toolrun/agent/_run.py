@@ -108,6 +108,10 @@ class AgentRun:
     """Why the run failed or stopped early, in words."""
     plan: dict[str, Any] | None = None
     """Planner mode: the validated plan."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """The session state its tools saw (`ToolContext.state`): the context's own when it carried one, else
+    the run's. Kept in the JSON (so it must be JSON-safe), and given back to tools on resume when the
+    resuming context carries none: a plan made before a pause is still there after it."""
 
     @property
     def done(self) -> bool:
@@ -134,6 +138,7 @@ class AgentRun:
             "usage": self.usage.to_dict(),
             "error": self.error,
             "plan": self.plan,
+            "state": self.state,
         }
 
     @classmethod
@@ -156,11 +161,23 @@ class AgentRun:
             usage=Usage.from_dict(data.get("usage") or {}),
             error=data.get("error"),
             plan=data.get("plan"),
+            state=dict(data.get("state") or {}),
         )
 
     def to_json(self) -> str:
-        """The run as JSON text."""
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        """The run as JSON text. Raises `TypeError` naming the state key that is not JSON-safe."""
+        try:
+            return json.dumps(self.to_dict(), ensure_ascii=False)
+        except (TypeError, ValueError):
+            for key, value in self.state.items():
+                try:
+                    json.dumps(value)
+                except (TypeError, ValueError) as exc:
+                    raise TypeError(
+                        f"AgentRun.state[{key!r}] is not JSON-safe ({exc}); a saved run keeps its state. "
+                        "Keep handles and clients in ToolContext.deps, not in state."
+                    ) from None
+            raise
 
     @classmethod
     def from_json(cls, text: str | bytes) -> AgentRun:
