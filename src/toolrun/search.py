@@ -10,8 +10,8 @@ The ranking is SQLite's FTS5 full-text engine (in the standard library: no extra
 over three weighted fields — the name, the description, and the parameters' names, descriptions and enum
 values — and the Porter stemmer. Names are split into words first (`math_toolkit.sumOfMultiples` →
 "math toolkit sum of multiples"), since providers' names glue words together that a query writes apart.
-Queries are turned into an OR of their words without common English stop words, so a question in plain
-language matches without any query syntax (and without any way to inject one).
+Queries are turned into an OR of their words without common English stop words and bare numbers, so a
+question in plain language matches without any query syntax (and without any way to inject one).
 
 `sqlite3` is imported when the first index is built, not by `import toolrun`.
 """
@@ -55,9 +55,10 @@ def split_name(name: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """The words a query is searched by: lower-cased, names split, stop words and repeats dropped."""
+    """The words a query is searched by: lower-cased, names split; stop words, bare numbers (values, not
+    what a tool does) and repeats dropped."""
     words = (w.lower() for w in _WORD.findall(split_name(query)))
-    return list(dict.fromkeys(w for w in words if w not in _STOP_WORDS))[:MAX_TERMS]
+    return list(dict.fromkeys(w for w in words if w not in _STOP_WORDS and not w.isdigit()))[:MAX_TERMS]
 
 
 def _parameters_text(schema: Any, depth: int = 0) -> Iterable[str]:
