@@ -57,7 +57,7 @@ async def test_the_model_first_sees_only_search_tools_then_what_it_loaded() -> N
     assert shown(model, 1) == ["get_weather_forecast", SEARCH_TOOL_NAME]
     found = run.tool_calls[0].result.value
     assert found["loaded"][0]["name"] == "get_weather_forecast"
-    assert run.tool_calls[1].result.value == "Sunny in Oslo."
+    assert run.tool_calls[1].result.value == "Sunny in Oslo"
     assert loaded_tools(run.state)[0] == "get_weather_forecast"
 
 
