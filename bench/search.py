@@ -8,7 +8,8 @@ name is among the first k *distinct names* returned.
 Rows, all over the same docs in the same run:
 
 * ``toolrun``: `toolrun.search.ToolIndex` (SQLite FTS5, BM25 over weighted name / description / parameter
-  fields, Porter stemming, snake_case/camelCase names split into words, stop words dropped).
+  fields, Porter stemming, snake_case/camelCase names split into words, stop words dropped; a question of
+  several sentences also searched sentence by sentence, the ranked lists interleaved).
 * ``registry.search``: `ToolRegistry.search` on a registry of the 982 distinct names (the first doc of
   each), as an application would hold them.
 * ``plain BM25``: `rank_bm25.BM25Okapi` over the same text (name, description, parameter text) as one
@@ -36,7 +37,7 @@ CORPUS = (Path(__file__).resolve().parents[1] / "../shared/corpora/bfcl").resolv
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 QUERY_CATEGORIES = ("multiple", "parallel_multiple")
 FETCH = 40
-"""Hits fetched per query before keeping the first 5 distinct names (names repeat across docs)."""
+"""Hits the baseline ranks per query before keeping the first 5 distinct names (names repeat)."""
 
 
 @dataclass(frozen=True)
@@ -100,37 +101,53 @@ class Result:
     recall_at_5: float
     pairs: int
     latencies: list[float]
+    by_category: dict[str, float]
+    """Recall@5 per query category."""
 
     def row(self) -> str:
         lat = sorted(self.latencies)
         median = statistics.median(lat) * 1e3
         p95 = lat[int(0.95 * (len(lat) - 1))] * 1e3
-        mean = statistics.fmean(lat) * 1e3
+        cats = " | ".join(f"{v:.1%}" for v in self.by_category.values())
         return (
-            f"| {self.label} | {self.recall_at_1:.1%} | {self.recall_at_5:.1%} | {median:.3f} | {p95:.3f} "
-            f"| {mean:.3f} |"
+            f"| {self.label} | {self.recall_at_1:.1%} | {self.recall_at_5:.1%} | {cats} | {median:.3f} "
+            f"| {p95:.3f} |"
         )
 
 
-def evaluate(label: str, search: Callable[[str], list[str]], queries: Sequence[Query]) -> Result:
-    """Recall@1/@5 over (query, gold) pairs; `search` returns names best first (at least 5 distinct)."""
+def evaluate(
+    label: str, search: Callable[[str], list[str]], queries: Sequence[Query], *, repeat: int = 1
+) -> Result:
+    """Recall@1/@5 over (query, gold) pairs; `search` returns names best first (at least 5 distinct).
+
+    With `repeat` > 1 each query is timed that many times and its fastest time kept: on a shared machine
+    that filters out the time spent waiting for a CPU, which is not the search's cost.
+    """
     hits1 = hits5 = pairs = 0
+    per_category: dict[str, list[int]] = {}
     latencies = []
     for query in queries:
-        started = time.perf_counter()
-        names = search(query.text)
-        latencies.append(time.perf_counter() - started)
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.perf_counter()
+            names = search(query.text)
+            best = min(best, time.perf_counter() - started)
+        latencies.append(best)
         top = distinct_names(names, 5)
+        counts = per_category.setdefault(query.id.rsplit("_", 1)[0], [0, 0])
         for gold in query.gold:
             pairs += 1
             hits1 += top[:1] == [gold]
             hits5 += gold in top
-    return Result(label, hits1 / pairs, hits5 / pairs, pairs, latencies)
+            counts[0] += gold in top
+            counts[1] += 1
+    by_category = {c: hit / total for c, (hit, total) in per_category.items()}
+    return Result(label, hits1 / pairs, hits5 / pairs, pairs, latencies, by_category)
 
 
 def toolrun_search(tools: list[Tool]) -> Callable[[str], list[str]]:
     index = ToolIndex(tools)
-    return lambda text: [hit.tool.name for hit in index.search(text, FETCH)]
+    return lambda text: [hit.tool.name for hit in index.search(text, 5)]
 
 
 def registry_search(tools: list[Tool]) -> Callable[[str], list[str]]:
@@ -175,16 +192,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{len(tools)} docs ({len({t.name for t in tools})} distinct names), {len(queries)} queries "
         f"(loaded in {loaded:.2f} s; index built in {built * 1e3:.0f} ms)\n"
     )
-    print("| ranker | recall@1 | recall@5 | median ms/query | p95 ms | mean ms |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| ranker | recall@1 | recall@5 | recall@5 multiple | recall@5 parallel_multiple "
+        "| median ms/query | p95 ms/query |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     results = [
-        evaluate("toolrun (FTS5, fields + stemming + split names)", ours, queries),
-        evaluate("registry.search (982 distinct names)", registry_search(tools), queries),
-        evaluate("plain BM25 (rank_bm25, one field)", plain_bm25(tools), queries),
+        evaluate("toolrun `ToolIndex` (FTS5)", ours, queries, repeat=3),
+        evaluate("toolrun `registry.search` (982 distinct names)", registry_search(tools), queries, repeat=3),
+        evaluate("plain BM25 (`rank_bm25`, one field)", plain_bm25(tools), queries, repeat=3),
     ]
     for result in results:
         print(result.row())
-    print(f"\n{results[0].pairs} (query, gold function) pairs; a hit counts distinct names.")
+    print(
+        f"\n{results[0].pairs} (query, gold function) pairs; a hit counts distinct names. Latency: one "
+        "thread, each query's fastest of 3 runs."
+    )
 
 
 if __name__ == "__main__":

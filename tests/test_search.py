@@ -143,11 +143,33 @@ def test_search_is_thread_safe() -> None:
     assert errors == []
 
 
-def test_tool_index_allows_repeated_names_and_scores_best_first() -> None:
-    index = ToolIndex([get_weather_forecast, get_weather_forecast, send_email])
-    hits = index.search("weather", 5)
-    assert [h.tool.name for h in hits] == ["get_weather_forecast", "get_weather_forecast"]
+def test_tool_index_returns_one_hit_per_name_best_first() -> None:
+    @tool(name="get_weather_forecast")
+    def other_forecast(city: str) -> str:
+        """Weather forecast, weather history, weather maps."""
+        return city
+
+    index = ToolIndex([get_weather_forecast, send_email, other_forecast])
+    hits = index.search("weather maps", 5)
+    assert [h.tool.name for h in hits] == ["get_weather_forecast"]
+    assert hits[0].tool is other_forecast  # the better-matching doc of that name
+    hits = index.search("weather inbox", 5)
+    assert [h.tool.name for h in hits] == ["send_email", "get_weather_forecast"]
     assert hits[0].score >= hits[1].score > 0
+
+
+def test_a_query_of_several_sentences_gets_tools_for_each() -> None:
+    tools = [
+        Tool.from_schema(f"weather_{kind}", f"Weather {kind} for a city.", {"type": "object"})
+        for kind in ("forecast", "alerts", "maps", "history")
+    ]
+    index = ToolIndex([*tools, Tool.from_schema("send_email", "Send a message to someone's inbox.")])
+    # As one sentence, the weather words outnumber the mail ones: the top 2 are both weather tools.
+    one = "Weather forecast and weather alerts for the city of Lyon, and a message for Bob."
+    assert [h.tool.name for h in index.search(one, 2)] == ["weather_forecast", "weather_alerts"]
+    # As two sentences, each request gets its best tool near the top.
+    two = "Weather forecast and weather alerts for the city of Lyon. And a message for Bob."
+    assert [h.tool.name for h in index.search(two, 2)] == ["weather_forecast", "send_email"]
 
 
 def test_import_toolrun_does_not_import_sqlite() -> None:
@@ -169,13 +191,16 @@ def load_bench() -> ModuleType:
     return module
 
 
-RECALL_AT_5_FLOOR = 0.79
-RECALL_AT_1_FLOOR = 0.44
-"""Measured (bench/search.py): recall@5 80.9 %, recall@1 46.1 % over 696 (question, gold) pairs; the
-plain BM25 baseline over the same docs: 77.6 % / 44.3 %."""
+RECALL_AT_5_FLOOR = 0.85
+RECALL_AT_1_FLOOR = 0.45
+RECALL_AT_5_MULTIPLE_FLOOR = 0.95
+"""Measured (bench/search.py): recall@5 86.1 % (95.5 % on `multiple`, 82.3 % on `parallel_multiple`),
+recall@1 46.1 %, over 696 (question, gold) pairs; the plain BM25 baseline over the same docs: 77.6 % and
+44.3 %."""
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(180)  # 1,917 lenient schemas and 400 searches; slow on a shared machine
 def test_bfcl_recall_floor() -> None:
     bench = load_bench()
     if not (bench.CORPUS / "BFCL_v4_multiple.json").is_file():
@@ -187,3 +212,4 @@ def test_bfcl_recall_floor() -> None:
     assert result.pairs == 696
     assert result.recall_at_5 >= RECALL_AT_5_FLOOR
     assert result.recall_at_1 >= RECALL_AT_1_FLOOR
+    assert result.by_category["multiple"] >= RECALL_AT_5_MULTIPLE_FLOOR
