@@ -97,15 +97,13 @@ class Channel(Generic[M]):
         self._session = session
         self.kind = kind
 
-    def _slot(self, create: bool = False) -> dict[str, Any] | None:
+    def _slot(self) -> dict[str, Any] | None:
         root = self._session.state.get(STATE_KEY)
-        if root is None:
-            if not create:
-                return None
-            root = self._session.state[STATE_KEY] = {}
-        slot: dict[str, Any] | None = root.get(self.kind.key)
-        if slot is None and create:
-            slot = root[self.kind.key] = {"revision": 0, "values": []}
+        return None if root is None else root.get(self.kind.key)
+
+    def _writable_slot(self) -> dict[str, Any]:
+        root = self._session.state.setdefault(STATE_KEY, {})
+        slot: dict[str, Any] = root.setdefault(self.kind.key, {"revision": 0, "values": []})
         return slot
 
     @property
@@ -135,8 +133,7 @@ class Channel(Generic[M]):
         if not isinstance(value, self.kind.type):
             raise TypeError(f"Expected a {self.kind.type.__qualname__}, got {type(value).__qualname__}.")
         new = self.kind.reducer(self.latest(), value)
-        slot = self._slot(create=True)
-        assert slot is not None
+        slot = self._writable_slot()
         values: list[Any] = slot["values"]
         values.append(new.model_dump(mode="json"))
         del values[: max(0, len(values) - self.kind.history - 1)]
