@@ -173,4 +173,4 @@ def check_text(value: str, field: str) -> str:
     return text
 
 
-register_kind(Plan, key="toolrun.plan", history=5)  # the state is copied per call: keep it small
+register_kind(Plan, key="toolrun.plan")

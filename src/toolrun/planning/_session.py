@@ -6,7 +6,8 @@ session[Plan].latest()               # the current plan, or None
 session[Plan].update(new_plan)       # reducer(latest, new_plan) becomes the latest value
 ```
 
-Everything is stored as JSON-safe data under one key of the state (`"toolrun.session"`), so what the
+Each value is stored as JSON text under one key of the state (`"toolrun.session"`): a string, so the
+executor's copy of the state before every call costs next to nothing however large the plan, and what the
 executor already does for the state covers sessions too: its snapshot before a call and rollback when the
 call fails, and a paused `AgentRun`'s JSON (the run keeps the state it gave its tools). Values are rebuilt
 from that data on read; hold on to a value, never to the stored data.
@@ -48,8 +49,8 @@ class Kind(Generic[M]):
     """Where under the session they are stored (stable across versions: it is in saved runs)."""
     reducer: Callable[[M | None, M], M]
     """Combines the latest value (None at first) with an update into the new latest value."""
-    history: int = 20
-    """How many earlier values are kept besides the latest (bounded: the state is copied per call)."""
+    history: int = 0
+    """How many earlier values are kept besides the latest (each is a string in the state)."""
 
 
 _KINDS: dict[type[BaseModel], Kind[Any]] = {}
@@ -60,7 +61,7 @@ def register_kind(
     *,
     key: str | None = None,
     reducer: Callable[[M | None, M], M] | None = None,
-    history: int = 20,
+    history: int = 0,
 ) -> Kind[M]:
     """Declare how values of `kind` are kept (its storage key and reducer); returns the `Kind`.
 
@@ -117,12 +118,12 @@ class Channel(Generic[M]):
         slot = self._slot()
         if slot is None or not slot["values"]:
             return None
-        return self.kind.type.model_validate(slot["values"][-1])
+        return self.kind.type.model_validate_json(slot["values"][-1])
 
     def history(self) -> list[M]:
         """The kept values, oldest first, the latest last."""
         slot = self._slot()
-        return [self.kind.type.model_validate(v) for v in slot["values"]] if slot is not None else []
+        return [self.kind.type.model_validate_json(v) for v in slot["values"]] if slot is not None else []
 
     def update(self, value: M) -> M:
         """Combine `value` with the latest through the reducer, store and return the result.
@@ -135,7 +136,7 @@ class Channel(Generic[M]):
         new = self.kind.reducer(self.latest(), value)
         slot = self._writable_slot()
         values: list[Any] = slot["values"]
-        values.append(new.model_dump(mode="json"))
+        values.append(new.model_dump_json())
         del values[: max(0, len(values) - self.kind.history - 1)]
         slot["revision"] = int(slot["revision"]) + 1
         return new
