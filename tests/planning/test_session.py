@@ -101,3 +101,18 @@ def test_a_context_without_state_has_no_session() -> None:
     ctx: ToolContext[Any] = ToolContext(state={})
     Session.of(ctx)[Plan].update(Plan.create("x", []))
     assert ctx.state is not None and STATE_KEY in ctx.state
+
+
+def test_writes_replace_the_top_level_key_and_change_nothing_in_place() -> None:
+    state: dict[str, Any] = {}
+    channel = Session(state)[Plan]
+    channel.update(Plan.create("One", ["a"]))
+    shallow = dict(state)  # what a shallow snapshot or per-call overlay would hold
+    before = json.dumps(shallow)
+    channel.update(Plan.create("Two", ["b"]))
+    channel.clear()
+    assert json.dumps(shallow) == before  # the earlier objects were not mutated
+    assert state[STATE_KEY] is not shallow[STATE_KEY]
+    state.update(shallow)  # a shallow rollback restores the earlier plan
+    plan = Session(state)[Plan].latest()
+    assert plan is not None and plan.objective == "One"

@@ -102,10 +102,13 @@ class Channel(Generic[M]):
         root = self._session.state.get(STATE_KEY)
         return None if root is None else root.get(self.kind.key)
 
-    def _writable_slot(self) -> dict[str, Any]:
-        root = self._session.state.setdefault(STATE_KEY, {})
-        slot: dict[str, Any] = root.setdefault(self.kind.key, {"revision": 0, "values": []})
-        return slot
+    def _write(self, values: list[str], revision: int) -> None:
+        # Copy on write: the top-level key gets a new object and nothing already in the state is changed
+        # in place, so a snapshot, a rollback or a per-call overlay of the state sees every write as a
+        # write of `state["toolrun.session"]` (none leaks past a shallow copy).
+        root = dict(self._session.state.get(STATE_KEY) or {})
+        root[self.kind.key] = {"revision": revision, "values": values}
+        self._session.state[STATE_KEY] = root
 
     @property
     def revision(self) -> int:
@@ -134,18 +137,16 @@ class Channel(Generic[M]):
         if not isinstance(value, self.kind.type):
             raise TypeError(f"Expected a {self.kind.type.__qualname__}, got {type(value).__qualname__}.")
         new = self.kind.reducer(self.latest(), value)
-        slot = self._writable_slot()
-        values: list[Any] = slot["values"]
-        values.append(new.model_dump_json())
-        del values[: max(0, len(values) - self.kind.history - 1)]
-        slot["revision"] = int(slot["revision"]) + 1
+        slot = self._slot() or {"revision": 0, "values": []}
+        values = [*slot["values"], new.model_dump_json()][-(self.kind.history + 1) :]
+        self._write(values, int(slot["revision"]) + 1)
         return new
 
     def clear(self) -> None:
         """Forget every value of this kind (the revision keeps counting)."""
         slot = self._slot()
         if slot is not None:
-            slot["values"] = []
+            self._write([], int(slot["revision"]))
 
 
 class Session:
