@@ -120,3 +120,8 @@ async def test_k_is_bounded() -> None:
     result = await search.invoke({"query": "widget inventory", "k": 500}, ctx)
     assert len(result["loaded"]) == 20
     assert len(loaded_tools(ctx.state)) == 20
+
+
+def test_tool_search_is_refused_in_planner_mode() -> None:
+    with pytest.raises(ValueError, match="native tool calling"):
+        Agent(ScriptedModel(["x"]), many_tools(3), tool_search=True, mode="planner")

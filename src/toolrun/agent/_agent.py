@@ -117,6 +117,8 @@ class Agent:
     ) -> None:
         if mode not in ("native", "planner"):
             raise ValueError(f"mode must be 'native' or 'planner', not {mode!r}.")
+        if tool_search and mode == "planner":
+            raise ValueError("tool_search needs native tool calling: planner mode shows every tool.")
         if max_steps < 1 or max_concurrency < 1 or max_tool_errors < 1:
             raise ValueError("max_steps, max_concurrency and max_tool_errors must be at least 1.")
         self.model: Model = infer_model(model) if isinstance(model, str) else model
