@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/agent.py
 	$(BIN)/python bench/langgraph.py
+	$(BIN)/python bench/search.py
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -23,6 +23,7 @@ from toolrun.exceptions import ToolAlreadyExistsError, ToolNotFoundError
 from toolrun.tools import PROVIDER_NAME_PATTERN, Tool
 
 if TYPE_CHECKING:
+    from toolrun.search import ToolIndex
     from toolrun.tools import ToolContext
 
 __all__ = ["FilteredView", "PrefixedView", "ToolRegistry", "ToolSet", "provider_safe_name"]
@@ -51,6 +52,7 @@ class ToolSet:
 
     def __init__(self) -> None:
         self._exports: dict[tuple[str, bool], tuple[int, list[dict[str, Any]]]] = {}
+        self._index: tuple[int, ToolIndex] | None = None
 
     # Subclasses provide these three.
     @property
@@ -140,6 +142,20 @@ class ToolSet:
         exported = [fmt.definition(t, strict=strict, name=self.wire_name(t.name)) for t in self.tools()]
         self._exports[key] = (version, exported)
         return list(exported)
+
+    def search(self, query: str, k: int = 5) -> builtins.list[Tool]:
+        """The `k` tools that best match `query` by name, description and parameters, best first.
+
+        Full-text ranking (SQLite FTS5, BM25 with weighted fields, stemming, split names; see
+        `toolrun.search`). The index is built on first use and rebuilt after the tools change.
+        """
+        version = self.version
+        cached = self._index
+        if cached is None or cached[0] != version:
+            from toolrun.search import ToolIndex  # imported here: `import toolrun` stays light
+
+            cached = self._index = (version, ToolIndex(self.tools()))
+        return [hit.tool for hit in cached[1].search(query, k)]
 
     def describe(self) -> str:
         """The tools as text for a planner prompt: name, when to use, parameters."""

@@ -9,6 +9,7 @@ from toolrun.agent._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from toolrun.agent._extras import SEARCH_TOOL_NAME, PromptSource, loaded_tools, make_search_tool
 from toolrun.agent._planner import Plan, PlannedCall
 from toolrun.agent._run import (
     AgentRun,
@@ -20,6 +21,7 @@ from toolrun.agent._run import (
 )
 
 __all__ = [
+    "SEARCH_TOOL_NAME",
     "Agent",
     "AgentEvent",
     "AgentRun",
@@ -28,6 +30,7 @@ __all__ = [
     "PendingConfirmation",
     "Plan",
     "PlannedCall",
+    "PromptSource",
     "RunFinished",
     "RunSignatureError",
     "RunStatus",
@@ -35,4 +38,6 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
+    "loaded_tools",
+    "make_search_tool",
 ]

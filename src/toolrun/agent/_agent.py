@@ -32,6 +32,7 @@ from toolrun.agent._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
 from toolrun.agent._run import AgentRun, PendingConfirmation, RunStatus, ToolCallRecord
 from toolrun.exceptions import ToolrunError
@@ -97,6 +98,10 @@ class Agent:
         timeout: Seconds a run may take (combined with the context's own deadline).
         max_tool_calls: Tool calls allowed per run (a budget; the run ends with `budget_exceeded`).
         max_tokens: Tokens (input + output, all requests) allowed per run (`budget_exceeded`).
+        prompt: A `toolrun.prompts.Prompt` (or any `PromptSource`): its tools join the agent's, and its
+            instructions are re-rendered for every model request (replaces `instructions`).
+        tool_search: Show the model only a `search_tools` meta-tool (plus the prompt's tools) and load
+            the tools it finds into view; for agents with too many tools to send them all.
     """
 
     def __init__(
@@ -114,9 +119,13 @@ class Agent:
         timeout: float | None = None,
         max_tool_calls: int | None = None,
         max_tokens: int | None = None,
+        prompt: PromptSource | None = None,
+        tool_search: bool = False,
     ) -> None:
         if mode not in ("native", "planner"):
             raise ValueError(f"mode must be 'native' or 'planner', not {mode!r}.")
+        if tool_search and mode == "planner":
+            raise ValueError("tool_search needs native tool calling: planner mode shows every tool.")
         if max_steps < 1 or max_concurrency < 1 or max_tool_errors < 1:
             raise ValueError("max_steps, max_concurrency and max_tool_errors must be at least 1.")
         self.model: Model = infer_model(model) if isinstance(model, str) else model
@@ -126,6 +135,11 @@ class Agent:
             self.tools = tools
         else:
             self.tools = ToolRegistry(tools)
+        self.prompt = prompt
+        self.tool_search = tool_search
+        self.tools, self._pinned, instructions = compose(
+            self.tools, executor, prompt, tool_search, instructions
+        )
         self.executor = executor if executor is not None else ToolExecutor(self.tools)
         self.instructions = instructions
         self.mode: Literal["native", "planner"] = mode
@@ -382,6 +396,10 @@ class Agent:
             changes["conversation_id"] = run.run_id
         if ctx.run_id != run.run_id:
             changes["run_id"] = run.run_id
+        if ctx.state is None:
+            changes["state"] = run.state  # the run's own state: kept in its JSON, back on resume
+        else:
+            run.state = ctx.state
         if self.max_tool_calls is not None and ctx.budget is None:
             used = sum(1 for r in run.tool_calls if r.result.attempts > 0)
             changes["budget"] = ToolBudget(max_calls=self.max_tool_calls, calls_used=used)
@@ -417,7 +435,7 @@ class Agent:
         self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
     ) -> AsyncIterator[AgentEvent]:
         while run.status == "running":
-            request = ModelRequest(run.messages, tools=self.tools, settings=self.settings)
+            request = ModelRequest(run.messages, tools=self._request_tools(run, ctx), settings=self.settings)
             response: ModelResponse | None = None
             async for event in self._ask(run, ctx, request, streaming=streaming):
                 if isinstance(event, ModelResponse):
@@ -478,6 +496,18 @@ class Agent:
 
     # ----------------------------------------------------------------------------------------------------
     # Pieces
+
+    def _request_tools(self, run: AgentRun, ctx: ToolContext[Any]) -> ToolSet:
+        """Per request: re-render the prompt into the system message; the tools the model is shown."""
+        if self.prompt is not None:
+            system = SystemMessage(content=self.prompt.render(ctx).instructions)
+            if run.messages and isinstance(run.messages[0], SystemMessage):
+                run.messages[0] = system
+            else:
+                run.messages.insert(0, system)
+        if self.tool_search:
+            return visible_tools(self.tools, self._pinned, ctx.state)
+        return self.tools
 
     def _check_limits(self, run: AgentRun, ctx: ToolContext[Any]) -> None:
         if run.steps >= self.max_steps:

@@ -266,6 +266,10 @@ class AgentRun:
     """Why the run failed or stopped early, in words."""
     plan: dict[str, Any] | None = None
     """Planner mode: the validated plan."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """The session state its tools saw (`ToolContext.state`): the context's own when it carried one, else
+    the run's. Kept in the JSON (so it must be JSON-safe), and given back to tools on resume when the
+    resuming context carries none: a plan made before a pause is still there after it."""
 
     @property
     def done(self) -> bool:
@@ -292,6 +296,7 @@ class AgentRun:
             "usage": self.usage.to_dict(),
             "error": self.error,
             "plan": self.plan,
+            "state": self.state,
         }
 
     @classmethod
@@ -335,6 +340,7 @@ class AgentRun:
             usage=parsed_usage,
             error=_get(data, "", "error", (str, type(None)), None),
             plan=_get(data, "", "plan", (dict, type(None)), None),
+            state=dict(_get(data, "", "state", (dict, type(None)), None) or {}),
         )
 
     def to_json(self, *, signing_key: bytes | None = None) -> str:
@@ -344,14 +350,29 @@ class AgentRun:
         Prefer `Agent.dump_run(run)`, which signs with a key derived from the executor's `hash_key`.
         """
         data = self.to_dict()
+        text = self._dumps(data)
         if signing_key is None:
-            return json.dumps(data, ensure_ascii=False)
+            return text
         key = _check_key(signing_key)
-        text = json.dumps(data, ensure_ascii=False)
         # Sign what a reader will parse (tuples become lists, keys strings), not the Python objects.
         data = json.loads(text)
         data[_SIGNATURE] = _signature(data, key)
         return json.dumps(data, ensure_ascii=False)
+
+    def _dumps(self, data: dict[str, Any]) -> str:
+        """JSON text of `data`; a state value that is not JSON-safe is a `TypeError` naming its key."""
+        try:
+            return json.dumps(data, ensure_ascii=False)
+        except (TypeError, ValueError):
+            for key, value in self.state.items():
+                try:
+                    json.dumps(value)
+                except (TypeError, ValueError) as exc:
+                    raise TypeError(
+                        f"AgentRun.state[{key!r}] is not JSON-safe ({exc}); a saved run keeps its state. "
+                        "Keep handles and clients in ToolContext.deps, not in state."
+                    ) from None
+            raise
 
     @classmethod
     def from_json(cls, text: str | bytes, *, signing_key: bytes | None = None) -> AgentRun:

@@ -1,0 +1,215 @@
+"""Tool search: `ToolSet.search` / `ToolIndex`, and its recall on the BFCL corpus (with a pinned floor)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from toolrun import Tool, ToolRegistry, tool
+from toolrun.search import ToolIndex, query_terms, split_name
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "search.py"
+
+
+@tool
+def get_weather_forecast(city: str, days: int = 3) -> dict[str, Any]:
+    """Forecast for a city over the next days."""
+    return {}
+
+
+@tool
+def convertCurrency(amount: float, source: str, target: str) -> float:  # camelCase on purpose
+    """Change money from one denomination into another.
+
+    Args:
+        amount: How much.
+        source: ISO code of the currency held, e.g. EUR.
+        target: ISO code wanted, e.g. USD.
+    """
+    return amount
+
+
+@tool
+def send_email(to: str, subject: str, body: str) -> str:
+    """Send a message to someone's inbox."""
+    return "sent"
+
+
+@tool
+def book_table(restaurant: str, people: int, cuisine: str = "any") -> str:
+    """Reserve at a place to eat.
+
+    Args:
+        restaurant: Where.
+        people: How many guests.
+        cuisine: Kind of food, one of italian, thai, vegan.
+    """
+    return "booked"
+
+
+def registry() -> ToolRegistry:
+    return ToolRegistry([get_weather_forecast, convertCurrency, send_email, book_table])
+
+
+def names(tools: list[Tool]) -> list[str]:
+    return [t.name for t in tools]
+
+
+def test_names_are_split_into_words() -> None:
+    assert split_name("get_weatherForecast.v2") == "get weather Forecast v2"
+    assert split_name("HTTPServerStatus") == "HTTP Server Status"
+    assert query_terms("What's the WeatherForecast for Paris in 3 days?") == [
+        "s",
+        "weather",
+        "forecast",
+        "paris",
+        "days",
+    ]
+
+
+def test_search_matches_names_descriptions_and_parameters() -> None:
+    reg = registry()
+    assert names(reg.search("weather forecast for Lyon", 1)) == ["get_weather_forecast"]  # snake_case name
+    assert names(reg.search("convert 20 currency", 1)) == ["convertCurrency"]  # camelCase name
+    assert names(reg.search("inbox message", 1)) == ["send_email"]  # description only
+    assert names(reg.search("USD", 1)) == ["convertCurrency"]  # a parameter's description
+    assert names(reg.search("vegan dinner for 4 guests", 1)) == ["book_table"]  # enum-ish text + params
+    assert names(reg.search("forecasting", 1)) == ["get_weather_forecast"]  # stemming
+
+
+def test_k_order_and_no_match() -> None:
+    reg = registry()
+    assert len(reg.search("send money email weather", 2)) == 2
+    # Fewer than k when fewer share a word with the query (book_table shares none).
+    assert names(reg.search("send money email weather", 10)) == [
+        "send_email",
+        "get_weather_forecast",
+        "convertCurrency",
+    ]
+    assert reg.search("the of and", 5) == []  # only stop words
+    assert reg.search("", 5) == []
+    assert reg.search("zebra quantum", 5) == []
+    with pytest.raises(ValueError, match="k must be"):
+        reg.search("x", 0)
+
+
+def test_query_syntax_cannot_be_injected() -> None:
+    reg = registry()
+    for query in ['"weather', "NEAR(weather", "weather OR *", "name:weather", "-weather ^forecast"]:
+        assert names(reg.search(query, 1)) == ["get_weather_forecast"]
+
+
+def test_the_index_follows_registry_changes_and_views() -> None:
+    reg = registry()
+    assert names(reg.search("translate text", 1)) == []
+
+    @tool
+    def translate(text: str, language: str) -> str:
+        """Translate text into a language."""
+        return text
+
+    reg.register(translate)
+    assert names(reg.search("translate text", 1)) == ["translate"]
+    reg.unregister("translate")
+    assert names(reg.search("translate text", 1)) == []
+    view = reg.filter(deny=["send_email"])
+    assert names(view.search("message inbox email", 5)) == []
+    assert names(reg.prefixed("crm").search("inbox message", 1)) == ["crm_send_email"]
+
+
+def test_search_is_thread_safe() -> None:
+    reg = registry()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            for _ in range(200):
+                assert names(reg.search("weather forecast", 1)) == ["get_weather_forecast"]
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_tool_index_returns_one_hit_per_name_best_first() -> None:
+    @tool(name="get_weather_forecast")
+    def other_forecast(city: str) -> str:
+        """Weather forecast, weather history, weather maps."""
+        return city
+
+    index = ToolIndex([get_weather_forecast, send_email, other_forecast])
+    hits = index.search("weather maps", 5)
+    assert [h.tool.name for h in hits] == ["get_weather_forecast"]
+    assert hits[0].tool is other_forecast  # the better-matching doc of that name
+    hits = index.search("weather inbox", 5)
+    assert [h.tool.name for h in hits] == ["send_email", "get_weather_forecast"]
+    assert hits[0].score >= hits[1].score > 0
+
+
+def test_a_query_of_several_sentences_gets_tools_for_each() -> None:
+    tools = [
+        Tool.from_schema(f"weather_{kind}", f"Weather {kind} for a city.", {"type": "object"})
+        for kind in ("forecast", "alerts", "maps", "history")
+    ]
+    index = ToolIndex([*tools, Tool.from_schema("send_email", "Send a message to someone's inbox.")])
+    # As one sentence, the weather words outnumber the mail ones: the top 2 are both weather tools.
+    one = "Weather forecast and weather alerts for the city of Lyon, and a message for Bob."
+    assert [h.tool.name for h in index.search(one, 2)] == ["weather_forecast", "weather_alerts"]
+    # As two sentences, each request gets its best tool near the top.
+    two = "Weather forecast and weather alerts for the city of Lyon. And a message for Bob."
+    assert [h.tool.name for h in index.search(two, 2)] == ["weather_forecast", "send_email"]
+
+
+def test_import_toolrun_does_not_import_sqlite() -> None:
+    code = "import sys, toolrun; print('sqlite3' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------------------------------------
+# BFCL: 1,917 function docs, 400 questions
+
+
+def load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("toolrun_bench_search", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+RECALL_AT_5_FLOOR = 0.85
+RECALL_AT_1_FLOOR = 0.45
+RECALL_AT_5_MULTIPLE_FLOOR = 0.95
+"""Measured (bench/search.py): recall@5 86.1 % (95.5 % on `multiple`, 82.3 % on `parallel_multiple`),
+recall@1 46.1 %, over 696 (question, gold) pairs; the plain BM25 baseline over the same docs: 77.6 % and
+44.3 %."""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)  # 1,917 lenient schemas and 400 searches; slow on a shared machine
+def test_bfcl_recall_floor() -> None:
+    bench = load_bench()
+    if not (bench.CORPUS / "BFCL_v4_multiple.json").is_file():
+        pytest.fail(f"BFCL corpus not found at {bench.CORPUS} (see shared/corpora/README.md); no skip.")
+    tools = bench.load_tools()
+    queries = bench.load_queries()
+    assert len(tools) == 1917 and len(queries) == 400
+    result = bench.evaluate("toolrun", bench.toolrun_search(tools), queries)
+    assert result.pairs == 696
+    assert result.recall_at_5 >= RECALL_AT_5_FLOOR
+    assert result.recall_at_1 >= RECALL_AT_1_FLOOR
+    assert result.by_category["multiple"] >= RECALL_AT_5_MULTIPLE_FLOOR
