@@ -6,12 +6,13 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, runtime_checkable
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from toolrun.models._errors import ProviderError, ProviderRateLimitError
 from toolrun.models._messages import ModelRequest, ModelResponse, StreamEvent
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 __all__ = ["Model", "RetryPolicy"]
 
@@ -93,6 +94,9 @@ class RetryPolicy:
 
     async def call(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run `attempt` until it succeeds, fails for good, or the retries are spent (then re-raise)."""
+        # Imported on the first call that retries, so `import toolrun.agent` does not load tenacity.
+        from tenacity import AsyncRetrying, retry_if_exception
+
         retrying = AsyncRetrying(
             stop=self._should_stop,
             wait=self._wait,

@@ -21,10 +21,8 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
 from pydantic import TypeAdapter, ValidationError
 
 from toolrun.exceptions import ArgumentsError, SchemaError, ToolDefinitionError, ToolExampleError
@@ -33,6 +31,9 @@ from toolrun.tools._function_schema import build_function_schema, clean_schema, 
 from toolrun.tools._lenient import normalize_schema
 from toolrun.tools._options import ToolOptions, build_options
 from toolrun.tools._validation import ArgumentsValidator, JsonSchemaArguments
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 __all__ = ["NAME_PATTERN", "PROVIDER_NAME_PATTERN", "Tool"]
 
@@ -187,6 +188,10 @@ class Tool:
         schema.setdefault("properties", {})
         # Unknown fields are rejected unless the schema explicitly allows them; the export says so too.
         schema.setdefault("additionalProperties", False)
+        # Imported here: only raw-schema tools need `jsonschema` (~100 ms), so `import toolrun` skips it.
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
+
         try:
             Draft202012Validator.check_schema(schema)
         except JsonSchemaSchemaError as exc:
@@ -324,6 +329,8 @@ class Tool:
     def _output_validator(self) -> Draft202012Validator | None:
         if self._declared_output_schema is None:
             return None
+        from jsonschema import Draft202012Validator
+
         return Draft202012Validator(self._declared_output_schema)
 
     @property

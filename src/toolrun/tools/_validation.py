@@ -16,14 +16,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pydantic_core
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as JsonSchemaValidationError
 from pydantic import BaseModel, ValidationError
 
 from toolrun.exceptions import ArgumentProblem, ArgumentsError
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError as JsonSchemaValidationError
 
 __all__ = ["ArgumentsValidator", "JsonSchemaArguments", "PydanticArguments", "short_repr"]
 
@@ -219,6 +220,9 @@ class JsonSchemaArguments:
     __slots__ = ("_defaults", "_null_means_default", "_validator", "tool")
 
     def __init__(self, tool: str, schema: Mapping[str, Any]) -> None:
+        # Imported here, not at the top: only raw-schema tools need `jsonschema` (see `toolrun/__init__`).
+        from jsonschema import Draft202012Validator
+
         self.tool = tool
         self._validator = Draft202012Validator(schema)
         props: Mapping[str, Any] = schema.get("properties") or {}
