@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test install lint typecheck unit bench clean docs docs-serve
+.PHONY: test install lint typecheck unit bench clean docs docs-serve mutation
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,6 +34,13 @@ bench: $(STAMP)
 	$(BIN)/python bench/langgraph.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/import_time.py
+
+# Mutation testing of the security-critical modules ([tool.mutmut] in pyproject.toml; docs/mutation.md).
+# Slow (tens of minutes), so not part of `make test`. MUTANTS="toolrun.store._memory.*" narrows the run.
+MUTANTS ?=
+mutation: $(STAMP)
+	$(BIN)/mutmut run --max-children 2 $(MUTANTS)
+	$(BIN)/mutmut results
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -203,3 +203,95 @@ async def test_cache_expires_entries_and_evicts_the_least_recently_used() -> Non
     assert len(cache) == 0
     with pytest.raises(ValueError):
         InMemoryCache(max_entries=0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Boundaries (pinned by mutation testing: docs/mutation.md)
+
+
+async def test_a_confirmation_store_of_one_keeps_the_newest_and_readding_an_id_does_not_evict() -> None:
+    store = InMemoryConfirmationStore(max_pending=1, clock=Clock(1000.0))
+    await store.add(pending("a"))
+    await store.add(pending("a", expires_at=3000.0))  # same id: replaced in place, nothing dropped
+    assert len(store) == 1 and (await store.get("a")).expires_at == 3000.0  # type: ignore[union-attr]
+    await store.add(pending("b"))
+    assert await store.get("a") is None and await store.get("b") is not None and len(store) == 1
+
+
+async def test_list_pending_is_the_users_live_confirmations_oldest_first_and_purge_counts() -> None:
+    store = InMemoryConfirmationStore(clock=Clock(1000.0))
+    await store.add(pending("late", created_at=1002.0))
+    await store.add(pending("early", created_at=1001.0))
+    await store.add(pending("other", user="u2"))
+    await store.add(pending("gone", expires_at=1500.0))
+    listed = await store.list_pending("u1", now=1500.0)
+    assert [p.id for p in listed] == ["early", "late"]  # "gone" expires at 1500: expired at 1500
+    assert [p.id for p in await store.list_pending("u1", now=1499.0)] == ["gone", "early", "late"]
+    assert await store.purge_expired(1500.0) == 1
+    assert await store.purge_expired(1500.0) == 0
+    assert len(store) == 3
+
+
+async def test_a_limit_of_one_per_period_is_valid_and_nan_periods_are_refused() -> None:
+    clock = Clock(0.0)
+    store = InMemoryRateLimitStore(clock=clock)
+    first = await store.acquire("k", limit=1, period=10.0)
+    assert first.allowed and first.remaining == 0.0 and first.retry_after == 0.0
+    second = await store.acquire("k", limit=1, period=10.0)
+    assert not second.allowed and second.retry_after == pytest.approx(10.0)
+    for period in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError):
+            await store.acquire("k", limit=1, period=period)
+
+
+async def test_a_clock_going_backwards_never_adds_tokens() -> None:
+    clock = Clock(100.0)
+    store = InMemoryRateLimitStore(clock=clock)
+    await store.acquire("k", limit=2, period=10.0)
+    await store.acquire("k", limit=2, period=10.0)
+    clock.now = 50.0  # a monotonic clock never does this; a replaced one might
+    decision = await store.acquire("k", limit=2, period=10.0)
+    assert not decision.allowed and decision.remaining == 0.0
+
+
+async def test_a_bucket_exactly_refilled_is_forgotten_and_the_key_count_may_reach_max_keys() -> None:
+    clock = Clock(0.0)
+    store = InMemoryRateLimitStore(clock=clock, max_keys=2)
+    await store.acquire("a", limit=1, period=1.0)
+    await store.acquire("b", limit=1, period=1.0)
+    assert len(store) == 2  # at max_keys, nothing forgotten yet
+    clock.now = 1.0  # "a" and "b" are full again at exactly t=1
+    await store.acquire("c", limit=1, period=1.0)
+    assert len(store) == 1
+
+
+async def test_a_cost_above_one_takes_that_many_tokens() -> None:
+    store = InMemoryRateLimitStore(clock=Clock(0.0))
+    d = await store.acquire("k", limit=5, period=5.0, cost=3.0)
+    assert d.allowed and d.remaining == pytest.approx(2.0)
+    d = await store.acquire("k", limit=5, period=5.0, cost=3.0)
+    assert not d.allowed and d.remaining == pytest.approx(2.0) and d.retry_after == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("ttl", [0, -1.0, float("nan")])
+async def test_a_cache_ttl_that_is_not_positive_stores_nothing(ttl: float) -> None:
+    cache = InMemoryCache(clock=Clock(0.0))
+    await cache.set("k", b"v", ttl=ttl)
+    assert len(cache) == 0 and await cache.get("k") is None
+
+
+async def test_cache_entries_live_until_exactly_their_ttl_and_a_reset_key_is_most_recent() -> None:
+    clock = Clock(0.0)
+    cache = InMemoryCache(max_entries=2, clock=clock)
+    await cache.set("a", b"1", ttl=10.0)
+    await cache.set("b", b"2", ttl=10.0)
+    await cache.set("a", b"3", ttl=10.0)  # overwriting makes "a" the most recently used
+    await cache.set("c", b"4", ttl=10.0)
+    assert await cache.get("b") is None and await cache.get("a") == b"3" and len(cache) == 2
+    clock.now = 9.999
+    assert await cache.get("c") == b"4"
+    clock.now = 10.0
+    assert await cache.get("c") is None and len(cache) == 1  # expired entries are dropped on read
+    one = InMemoryCache(max_entries=1, clock=clock)
+    await one.set("x", b"1", ttl=1.0)
+    assert await one.get("x") == b"1"

@@ -1,0 +1,178 @@
+"""The signed form of an `AgentRun`: the key's minimum length, canonical JSON, the exact error texts.
+
+Pinned by mutation testing (docs/mutation.md): each test fails for a mutant that the older tests let live.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolrun import ToolCall, ToolResult
+from toolrun.agent import AgentRun, InvalidRunError, PendingConfirmation, RunSignatureError, ToolCallRecord
+from toolrun.models import Usage
+
+KEY = b"k" * 16
+
+
+def small_run() -> AgentRun:
+    call = ToolCall(id="c1", name="delete_task", arguments={"task_id": "t1"})
+    return AgentRun(
+        run_id="run_1",
+        status="awaiting_confirmation",
+        steps=2,
+        tool_calls=[
+            ToolCallRecord(
+                call=call,
+                result=ToolResult.confirmation_required_result(
+                    "conf_1", "delete", call_id="c1", tool_name="delete_task"
+                ),
+                step=2,
+            )
+        ],
+        pending=[PendingConfirmation(confirmation_id="conf_1", call=call, summary="delete t1")],
+        batch=[call],
+        usage=Usage(input_tokens=3, output_tokens=4),
+        plan={"nested": {"b": [1, {"z": 1, "a": "é"}], "a": None}},
+        state={"ünï": {"y": 2, "x": 1}},
+    )
+
+
+def test_a_key_of_exactly_16_bytes_signs_and_15_do_not() -> None:
+    run = small_run()
+    text = run.to_json(signing_key=KEY)
+    assert AgentRun.from_json(text, signing_key=bytearray(KEY)).to_dict() == run.to_dict()
+    for bad in (b"k" * 15, b"", "k" * 32):
+        with pytest.raises(ValueError, match="at least 16 bytes"):
+            run.to_json(signing_key=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="at least 16 bytes"):
+            AgentRun.from_json(text, signing_key=bad)  # type: ignore[arg-type]
+
+
+def test_the_signature_is_hmac_sha256_over_canonical_json_so_key_order_and_spacing_do_not_matter() -> None:
+    import hashlib
+    import hmac
+
+    data = json.loads(small_run().to_json(signing_key=KEY))
+    signature = data.pop("signature")
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert signature == "hmac-sha256:" + hmac.new(KEY, canonical, hashlib.sha256).hexdigest()
+
+    # The same content written another way (reversed nested key order, indentation, \u escapes) verifies.
+    def reverse(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: reverse(v) for k, v in reversed(list(value.items()))}
+        if isinstance(value, list):
+            return [reverse(v) for v in value]
+        return value
+
+    rewritten = json.dumps(dict(reverse(data), signature=signature), indent=2, ensure_ascii=True)
+    assert AgentRun.from_json(rewritten, signing_key=KEY).plan == {
+        "nested": {"b": [1, {"z": 1, "a": "é"}], "a": None}
+    }
+    # A change deep inside a nested dict is caught.
+    data["plan"]["nested"]["b"][1]["z"] = 2
+    with pytest.raises(RunSignatureError, match="does not match"):
+        AgentRun.from_json(json.dumps(dict(data, signature=signature)), signing_key=KEY)
+
+
+def test_another_key_and_a_signature_for_other_content_are_refused() -> None:
+    text = small_run().to_json(signing_key=KEY)
+    with pytest.raises(RunSignatureError, match="does not match"):
+        AgentRun.from_json(text, signing_key=b"o" * 16)
+    with pytest.raises(RunSignatureError, match="not signed"):
+        AgentRun.from_json(small_run().to_json(), signing_key=KEY)
+    other = small_run()
+    other.steps = 3
+    forged = dict(json.loads(other.to_json()), signature=json.loads(text)["signature"])
+    with pytest.raises(RunSignatureError):
+        AgentRun.from_json(json.dumps(forged), signing_key=KEY)
+    assert issubclass(RunSignatureError, InvalidRunError)
+
+
+def test_unsigned_text_has_no_signature_and_a_signed_one_reads_without_a_key() -> None:
+    run = small_run()
+    assert "signature" not in json.loads(run.to_json())
+    signed = run.to_json(signing_key=KEY)
+    assert json.loads(signed)["signature"].startswith("hmac-sha256:")
+    assert AgentRun.from_json(signed).to_dict() == run.to_dict()
+    assert "é" in run.to_json() and "\\u00e9" not in run.to_json()  # written as UTF-8, not escaped
+
+
+def test_error_messages_name_the_field_and_the_expected_and_found_kinds() -> None:
+    data = small_run().to_dict()
+    cases: list[tuple[dict[str, Any], str]] = [
+        (dict(data, run_id=5), "Invalid AgentRun: run_id: expected a string, got int"),
+        (dict(data, steps=True), "Invalid AgentRun: steps: expected an integer, got a boolean"),
+        (dict(data, steps=1.5), "Invalid AgentRun: steps: expected an integer, got float"),
+        (dict(data, plan=[]), "Invalid AgentRun: plan: expected an object or null, got list"),
+        (dict(data, messages={}), "Invalid AgentRun: messages: expected an array, got dict"),
+        (dict(data, tool_calls=[1]), "Invalid AgentRun: tool_calls[0]: expected an object, got int"),
+        ({k: v for k, v in data.items() if k != "run_id"}, "Invalid AgentRun: run_id: is missing"),
+        (dict(data, status="paused"), "Invalid AgentRun: status: unknown status 'paused'"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(InvalidRunError) as info:
+            AgentRun.from_dict(bad)
+        assert str(info.value) == message
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_json("{")
+    assert info.value.field is None and str(info.value).startswith("Invalid AgentRun: the text is not JSON (")
+
+
+def test_optional_fields_default_when_missing() -> None:
+    data = small_run().to_dict()
+    for name in (
+        "mode",
+        "output",
+        "steps",
+        "tool_calls",
+        "pending",
+        "batch",
+        "usage",
+        "error",
+        "plan",
+        "state",
+    ):
+        del data[name]
+    run = AgentRun.from_dict(data)
+    assert (run.mode, run.output, run.steps, run.tool_calls, run.pending, run.batch) == (
+        "native",
+        None,
+        0,
+        [],
+        [],
+        [],
+    )
+    assert (run.usage, run.error, run.plan, run.state) == (Usage(), None, None, {})
+    data = small_run().to_dict()
+    data["tool_calls"][0]["result"] = {"status": "ok", "call_id": "c1", "tool_name": "t", "value": 1}
+    data["pending"][0].pop("arguments")
+    data["batch"][0].pop("arguments")
+    run = AgentRun.from_dict(data)
+    assert run.tool_calls[0].result.ok and run.pending[0].arguments is None and run.batch[0].arguments is None
+
+
+def test_a_state_value_that_is_not_json_safe_is_named() -> None:
+    run = small_run()
+    run.state = {"fine": 1, "handle": object()}
+    with pytest.raises(TypeError, match=r"AgentRun.state\['handle'\] is not JSON-safe"):
+        run.to_json()
+    run.state = {}
+    run.plan = {"bad": object()}
+    with pytest.raises(TypeError) as info:
+        run.to_json()
+    assert "AgentRun.state" not in str(info.value)
+
+
+def test_done_and_results() -> None:
+    run = small_run()
+    assert not run.done and run.results == [run.tool_calls[0].result]
+    for status in ("running", "awaiting_confirmation"):
+        assert not AgentRun(status=status).done  # type: ignore[arg-type]
+    for status in ("completed", "failed", "max_steps", "needs_user_input"):
+        assert AgentRun(status=status).done  # type: ignore[arg-type]
+    assert AgentRun().run_id.startswith("run_") and len(AgentRun().run_id) == 24
+    assert AgentRun().run_id != AgentRun().run_id
