@@ -1,0 +1,226 @@
+"""Validation edges pinned by mutation testing (docs/mutation.md): raw-schema `null` handling, nesting too
+deep to validate, the exact problem each engine reports, bounded renderings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from toolrun import ArgumentsError, Tool, tool
+from toolrun.exceptions import ArgumentProblem
+from toolrun.tools._validation import JsonSchemaArguments, PydanticArguments, _admits_null, short_repr
+
+
+def raw(properties: dict[str, Any], required: list[str] | None = None) -> JsonSchemaArguments:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required is not None:
+        schema["required"] = required
+    return JsonSchemaArguments("t", schema)
+
+
+def problems_of(validator: Any, arguments: Any) -> list[ArgumentProblem]:
+    with pytest.raises(ArgumentsError) as info:
+        validator.validate(arguments)
+    return list(info.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("schema", "admits"),
+    [
+        ({}, True),  # no constraint: anything, null included
+        ({"description": "free"}, True),
+        ({"$ref": "#/$defs/x"}, False),  # unknown target: do not assume null is allowed
+        ({"const": 1}, False),
+        ({"type": "null"}, True),
+        ({"type": ["string", "null"]}, True),
+        ({"type": ["string", "integer"]}, False),
+        ({"type": "string"}, False),
+        ({"enum": ["a", None]}, True),
+        ({"enum": ["a", "b"]}, False),
+        ({"type": "string", "enum": ["a", None]}, True),
+        ({"anyOf": [{"type": "string"}, {"type": "null"}]}, True),
+        ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, False),
+        ({"oneOf": [{"type": "integer"}, {"type": "null"}]}, True),
+        ({"oneOf": [{"type": "integer"}]}, False),
+        ({"anyOf": None, "type": "string"}, False),
+        (True, True),  # a boolean schema is not a mapping: it admits null
+    ],
+)
+def test_which_raw_schemas_admit_null(schema: Any, admits: bool) -> None:
+    assert _admits_null(schema) is admits
+
+
+def test_null_for_a_raw_optional_parameter_means_default_only_when_its_type_forbids_null() -> None:
+    v = raw(
+        {
+            "n": {"type": "integer", "default": 5},  # null -> left out -> default
+            "s": {"type": "string"},  # null -> left out, no default
+            "maybe": {"type": ["string", "null"], "default": "d"},  # null is a value here
+            "req": {"type": "string"},
+        },
+        required=["req"],
+    )
+    assert v.validate({"req": "x", "n": None, "s": None, "maybe": None}) == {
+        "req": "x",
+        "maybe": None,
+        "n": 5,
+    }
+    assert v.validate({"req": "x"}) == {"req": "x", "n": 5, "maybe": "d"}
+    # A required parameter never turns null into "not given": null is checked, and refused.
+    [problem] = problems_of(v, {"req": None})
+    assert problem.path == "req" and problem.expected == "string" and problem.given == "null"
+
+
+def test_a_required_parameter_with_a_default_is_not_filled_in() -> None:
+    v = raw({"a": {"type": "integer", "default": 1}}, required=["a"])
+    [problem] = problems_of(v, {})
+    assert (problem.path, problem.message, problem.expected) == ("a", "required field is missing", "a value")
+
+
+def test_raw_schema_problems_name_the_path_the_rule_and_the_value() -> None:
+    v = raw(
+        {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}},
+                    "required": ["id"],
+                    "additionalProperties": False,
+                },
+            },
+            "kind": {"enum": ["a", "b"]},
+            "fixed": {"const": "x"},
+            "n": {"type": "integer", "minimum": 3},
+        }
+    )
+    found = {p.path: p for p in problems_of(v, {"items": [{"id": 1}, {}, {"id": 1, "z": 2}], "kind": "c"})}
+    assert found["items[1].id"].message == "required field is missing"
+    assert found["items[2]"].message == "unknown field(s) 'z'; allowed fields: id"
+    assert found["kind"].expected == 'one of ["a", "b"]' and found["kind"].given == '"c"'
+    found = {p.path: p for p in problems_of(v, {"fixed": "y", "n": 1})}
+    assert found["fixed"].expected == '"x"' and found["fixed"].given == '"y"'
+    assert found["n"].expected == "minimum 3" and found["n"].given == "1"
+    [problem] = problems_of(raw({}), {"a": 1, "b": 2})
+    assert problem.path == "" and problem.message == "unknown field(s) 'a', 'b'; allowed fields: (none)"
+
+
+def test_raw_schema_problems_are_sorted_by_path_and_capped_at_twenty() -> None:
+    v = raw({f"p{i:02d}": {"type": "integer"} for i in range(30)})
+    found = problems_of(v, {f"p{i:02d}": "x" for i in reversed(range(30))})
+    assert [p.path for p in found] == [f"p{i:02d}" for i in range(20)]
+
+
+def test_a_long_raw_schema_message_is_cut_to_200_characters() -> None:
+    v = raw({"s": {"type": "string", "pattern": "^" + "a" * 300 + "$"}})
+    [problem] = problems_of(v, {"s": "b"})
+    assert len(problem.message) == 200 and problem.message.endswith("…")
+
+
+# Arrays of arrays of any depth: validating a deep value recurses as deep as the value.
+RECURSIVE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"v": {"$ref": "#/$defs/nest"}},
+    "$defs": {"nest": {"type": "array", "items": {"$ref": "#/$defs/nest"}}},
+}
+
+
+def nested(depth: int) -> str:
+    return '{"v": ' + "[" * depth + "]" * depth + "}"
+
+
+def test_arguments_nested_too_deeply_are_one_problem_for_either_engine() -> None:
+    deep_list = [1]
+    for _ in range(5000):
+        deep_list = [deep_list]
+    v = JsonSchemaArguments("t", RECURSIVE)
+    [problem] = problems_of(v, {"v": deep_list})
+    assert problem.message == "arguments are nested too deeply" and problem.expected == "a shallower object"
+
+    @tool
+    def takes(v: Any) -> None:
+        """Take anything."""
+
+    with pytest.raises(ArgumentsError) as info:
+        takes.validate(nested(100_000))
+    assert len(info.value.problems) == 1 and info.value.problems[0].path == ""
+
+
+def test_pydantic_problems_are_capped_and_counted() -> None:
+    class Many(BaseModel):
+        model_config = {"extra": "forbid"}
+        a: int
+        b: int
+
+    v = PydanticArguments("t", Many)
+    found = problems_of(v, {f"x{i}": 1 for i in range(25)} | {"a": "no"})
+    assert len(found) == 21 and found[-1].message == "and 7 more problem(s) not listed"
+    assert "allowed fields: a, b" in found[0].message or any(
+        "allowed fields: a, b" in p.message for p in found
+    )
+    [problem] = problems_of(v, "[1]")
+    assert problem.message == "arguments must be a JSON object" and problem.given == "list [1]"
+    [missing] = problems_of(v, {"a": 1})
+    assert (missing.path, missing.message, missing.expected) == ("b", "required field is missing", "a value")
+    [wrong] = problems_of(v, {"a": 1, "b": "x"})
+    assert wrong.path == "b" and wrong.expected == "integer" and wrong.given == '"x"'
+    assert wrong.message.startswith("input should be")
+
+
+def test_nested_unknown_fields_do_not_list_the_top_level_fields() -> None:
+    class Inner(BaseModel):
+        model_config = {"extra": "forbid"}
+        x: int
+
+    class Outer(BaseModel):
+        model_config = {"extra": "forbid"}
+        inner: Inner
+
+    [problem] = problems_of(PydanticArguments("t", Outer), {"inner": {"x": 1, "y": 2}})
+    assert (problem.path, problem.message) == ("inner.y", "unknown field 'y'")
+
+
+def test_renamed_and_model_parameters() -> None:
+    class Args(BaseModel):
+        a: int
+
+    assert PydanticArguments("t", Args, renamed={"a": "alpha"}).validate({"a": 1}) == {"alpha": 1}
+    got = PydanticArguments("t", Args, model_param="args").validate('{"a": 2}')
+    assert got == {"args": Args(a=2)}
+    assert PydanticArguments("t", Args, model_param="args").validate_model({"a": 3}) == Args(a=3)
+    assert PydanticArguments("t", Args).validate_model({"a": 4}) == Args(a=4)
+    assert PydanticArguments("t", Args).model is Args
+
+
+def test_arguments_that_are_not_text_or_an_object() -> None:
+    v = raw({})
+    for value, given in ((b"{}", "bytes "), (7, "int 7"), ([1], "list [1]")):
+        [problem] = problems_of(v, value)
+        assert problem.message == "arguments must be a JSON object" and problem.given.startswith(given)
+    [problem] = problems_of(v, "{bad")
+    assert problem.message.startswith("arguments are not valid JSON (") and "[type=" not in problem.message
+    assert problem.expected == "a JSON object of arguments"
+    assert v.validate("   ") == {} and v.validate("") == {} and v.validate(None) == {}
+
+
+def test_short_repr_is_bounded_and_never_fails() -> None:
+    assert short_repr("é") == '"é"'
+    assert short_repr("x" * 78) == json.dumps("x" * 78)  # 80 characters: kept whole
+    cut = short_repr("x" * 79)
+    assert len(cut) == 80 and cut.endswith("…")
+    loop: list[Any] = []
+    loop.append(loop)
+    assert short_repr(loop) == "<list>"
+    assert short_repr(object()).startswith('"<object object')
+
+
+def test_a_raw_tool_validates_through_the_same_engine() -> None:
+    t = Tool.from_schema("t", "T.", RECURSIVE)
+    deep: Any = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(ArgumentsError, match="nested too deeply"):
+        t.validate({"v": deep})
