@@ -21,7 +21,9 @@ DEFAULT_TARGET = "toolrun.apps.tasks"
 
 _FACTORIES = ("registry", "create_registry", "build_registry", "tools")
 
-app = typer.Typer(name="mcp", help="Serve toolrun tools over MCP.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    name="mcp", help="Serve toolrun tools over MCP.", no_args_is_help=True, add_completion=False
+)
 
 
 class TargetError(Exception):
@@ -58,7 +60,9 @@ def load_target(target: str) -> ToolSet:
             return _as_toolset(getattr(module, name), f"{module_name}:{name}")
     if attribute:
         raise TargetError(f"Module {module_name!r} has no attribute {attribute!r}.")
-    raise TargetError(f"Module {module_name!r} has none of {', '.join(_FACTORIES)}; name one: 'module:attribute'.")
+    raise TargetError(
+        f"Module {module_name!r} has none of {', '.join(_FACTORIES)}; name one: 'module:attribute'."
+    )
 
 
 def _as_toolset(value: Any, where: str) -> ToolSet:
@@ -68,7 +72,9 @@ def _as_toolset(value: Any, where: str) -> ToolSet:
         return value
     if isinstance(value, list | tuple) and value:
         return ToolRegistry(value)
-    raise TargetError(f"{where} is a {type(value).__name__}, not a ToolRegistry, a factory or a list of tools.")
+    raise TargetError(
+        f"{where} is a {type(value).__name__}, not a ToolRegistry, a factory or a list of tools."
+    )
 
 
 @app.callback()
@@ -84,7 +90,9 @@ def serve(
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
     path: Annotated[str, typer.Option(help="HTTP path.")] = "/mcp",
     user: Annotated[str, typer.Option(help="The principal's user id.")] = "local",
-    role: Annotated[list[str] | None, typer.Option("--role", help="A role of the principal (repeat).")] = None,
+    role: Annotated[
+        list[str] | None, typer.Option("--role", help="A role of the principal (repeat).")
+    ] = None,
     name: Annotated[str, typer.Option(help="The server name announced to clients.")] = "toolrun",
 ) -> None:
     """Serve TARGET's tools over MCP (stdio by default), every call through toolrun's executor."""
