@@ -79,6 +79,14 @@ async def wait_forever() -> str:
     return "never"
 
 
+@tool
+def crash() -> str:
+    """Ends the server process at once (tests a server that dies)."""
+    import os
+
+    os._exit(3)
+
+
 def build_registry() -> ToolRegistry:
     return ToolRegistry(
         [add, get_task, broken, slow, delete_task, purge_cache, send_note, long_job, wait_forever]
@@ -86,3 +94,5 @@ def build_registry() -> ToolRegistry:
 
 
 registry = build_registry()
+"""The stdio subprocess's tools: the above, plus `crash`."""
+registry.register(crash)

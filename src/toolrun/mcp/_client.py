@@ -119,6 +119,7 @@ class MCPToolset:
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._inflight: list[_CallState] = []
 
     # ----------------------------------------------------------------------------------------------
     # Connection
@@ -185,15 +186,7 @@ class MCPToolset:
         server = self.server
         target: Any
         if isinstance(server, str):
-            if self.headers:
-                from mcp.client.streamable_http import streamable_http_client
-                from mcp.shared._httpx_utils import create_mcp_http_client
-
-                target = streamable_http_client(
-                    server, http_client=create_mcp_http_client(headers=self.headers)
-                )
-            else:
-                target = server
+            target = _http_transport(server, self.headers) if self.headers else server
         elif isinstance(server, StdioServerParameters | Server):
             target = server
         else:
@@ -219,8 +212,10 @@ class MCPToolset:
             await asyncio.gather(task, return_exceptions=True)
 
     def _mark_dead(self, client: Client) -> None:
-        if self._client is client and self._stop is not None:
-            self._stop.set()  # the runner exits; the next call reconnects
+        if self._client is client:
+            self._client = None  # the next call reconnects (after the runner has closed this one)
+            if self._stop is not None:
+                self._stop.set()
 
     # ----------------------------------------------------------------------------------------------
     # Tools
@@ -283,13 +278,15 @@ class MCPToolset:
 
             options["rate_limit"] = parse_rate_limit(self.rate_limit, key=f"mcp:{self.label}")
         description = (remote.description or remote.title or remote.name).strip() or remote.name
-        return Tool.from_schema(
-            name, description, remote.input_schema, self._handler(remote.name, destructive), **options
-        )
+        handler = self._handler(remote.name, destructive, _wraps_result(remote.output_schema))
+        return Tool.from_schema(name, description, remote.input_schema, handler, **options)
 
-    def _handler(self, remote_name: str, confirmed: bool) -> Callable[..., Any]:
+    def _handler(self, remote_name: str, confirmed: bool, unwrap: bool) -> Callable[..., Any]:
         async def call_remote(toolrun_context_: ToolContext, **arguments: Any) -> Any:
-            return await self._call(remote_name, arguments, confirmed, toolrun_context_)
+            value = await self._call(remote_name, arguments, confirmed, toolrun_context_)
+            if unwrap and isinstance(value, dict) and set(value) == {"result"}:
+                return value["result"]
+            return value
 
         return call_remote
 
@@ -300,6 +297,7 @@ class MCPToolset:
             raise self._unavailable(f"The MCP server {self.label} cannot be reached.") from exc
         state = _CallState(confirmed=confirmed)
         token = _CURRENT.set(state)
+        self._inflight.append(state)
         try:
             result = await client.call_tool(name, arguments, progress_callback=_progress_to(ctx))
         except MCPError as exc:
@@ -318,6 +316,7 @@ class MCPToolset:
             raise self._unavailable(f"The connection to the MCP server {self.label} failed.") from exc
         finally:
             _CURRENT.reset(token)
+            self._inflight.remove(state)
         if state.input_request is not None:
             raise ToolError(
                 "NEEDS_USER_INPUT",
@@ -343,7 +342,10 @@ class MCPToolset:
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
         state = _CURRENT.get()
-        if state is None:  # not one of our calls (or a transport that loses the context): refuse
+        if state is None and len(self._inflight) == 1:
+            # 2025 servers ask on their own request, outside the calling task: one call in flight is it
+            state = self._inflight[0]
+        if state is None:  # cannot tell which call asks: refuse
             return types.ElicitResult(action="decline")
         if isinstance(params, types.ElicitRequestFormParams):
             schema = params.requested_schema
@@ -393,6 +395,18 @@ def _progress_to(ctx: ToolContext) -> Any:
     return forward
 
 
+def _wraps_result(schema: Mapping[str, Any] | None) -> bool:
+    """The MCP convention for a non-object result: `{"result": value}` described by a one-field schema."""
+    if not schema:
+        return False
+    properties = schema.get("properties")
+    return (
+        isinstance(properties, Mapping)
+        and set(properties) == {"result"}
+        and schema.get("required") == ["result"]
+    )
+
+
 def _text(result: types.CallToolResult) -> str:
     parts = []
     for block in result.content:
@@ -407,7 +421,7 @@ def _label(server: Target) -> str:
     if isinstance(server, str):
         return server.split("?", 1)[0]
     if isinstance(server, StdioServerParameters):
-        return server.command
+        return " ".join([server.command, *server.args])[:120]
     if isinstance(server, Server):
         return f"in-process:{server.name}"
-    return " ".join(list(server)[:1])
+    return " ".join(server)[:120]
