@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/registry.py
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/agent.py
+	$(BIN)/python bench/mcp.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
