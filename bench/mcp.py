@@ -21,6 +21,8 @@ Rows:
   of ``bench/executor.py``).
 * ``fastmcp``: ``FastMCP("bench")`` with ``@mcp.tool`` on the same function (``fastmcp.http_app()`` for
   HTTP).
+* ``toolrun_json`` (HTTP only): the same, served with ``create_http_app(server, json_response=True)``:
+  plain JSON response bodies instead of an SSE stream per POST (no progress notifications over HTTP then).
 * ``sdk_lowlevel`` (the floor): the SDK's low-level ``Server`` with a hand-written ``tools/call`` handler
   that reads ``a`` and ``b`` from the dict and answers: no validation, no timeout.
 
@@ -108,13 +110,19 @@ def lowlevel_of(server: Any) -> Any:
     return getattr(server, "_mcp_server", server)
 
 
+def toolrun_json_server() -> Any:
+    server = toolrun_server()
+    server.bench_json_response = True
+    return server
+
+
 def http_app(server: Any) -> Any:
     if hasattr(server, "http_app"):  # FastMCP
         return server.http_app(path="/mcp")
     from toolrun.mcp import ToolrunMCPServer, create_http_app
 
     if isinstance(server, ToolrunMCPServer):
-        return create_http_app(server)
+        return create_http_app(server, json_response=getattr(server, "bench_json_response", False))
     return server.streamable_http_app(streamable_http_path="/mcp", host="0.0.0.0")
 
 
@@ -183,9 +191,12 @@ async def main(settings: _harness.Settings) -> dict[str, list[_harness.Result]]:
     out: dict[str, list[_harness.Result]] = {}
     for transport in ("inmem 2026", "inmem 2025", "http"):
         async with AsyncExitStack() as stack:
+            factories = dict(FACTORIES)
+            if transport == "http":
+                factories["toolrun_json"] = ("toolrun", toolrun_json_server)
             makers = {
                 f"{name} ({transport})": (kind, maker(stack, factory, transport))
-                for name, (kind, factory) in FACTORIES.items()
+                for name, (kind, factory) in factories.items()
             }
             candidates = await _harness.build(makers, expected=EXPECTED, settings=settings)
             rows = await _harness.measure(candidates, settings)
