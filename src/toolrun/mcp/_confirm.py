@@ -29,7 +29,15 @@ import mcp_types as types
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor
 
-__all__ = ["CONFIRM_KEY", "Sealer", "confirmation_form", "decision_of", "invalid_state", "needs_confirmation"]
+__all__ = [
+    "CONFIRM_KEY",
+    "Sealer",
+    "confirmation_form",
+    "decision_of",
+    "expired_state",
+    "invalid_state",
+    "needs_confirmation",
+]
 
 CONFIRM_KEY = "toolrun_confirm"
 """The key of toolrun's confirmation in `inputRequests` / `inputResponses`."""
