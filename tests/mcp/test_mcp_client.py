@@ -181,3 +181,19 @@ async def test_http_headers_reach_the_server(server: Any) -> None:
             async with MCPToolset(f"{base}/mcp", headers={"Authorization": "Bearer wrong"}) as denied:
                 await denied.register(ToolRegistry())
     assert result.value == {"id": "t7", "title": "Write the report"}
+
+
+async def test_rate_limit_and_audit_of_remote_calls(server: Any) -> None:
+    registry = ToolRegistry()
+    audit = InMemoryAuditSink()
+    async with MCPToolset(server, rate_limit="1/minute") as remote:
+        await remote.register(registry)
+        executor = ToolExecutor(registry, audit=audit)
+        first = await run(executor, "get_task", {"task_id": "t1"})
+        second = await run(executor, "add", {"a": 1, "b": 1})  # one limit for the whole server
+    assert first.status == "ok"
+    assert second.error.code == "RATE_LIMITED"
+    assert [(r.tool, r.principal, r.outcome) for r in audit.records] == [
+        ("get_task", "u1", "ok"),
+        ("add", "u1", "error"),
+    ]
