@@ -17,7 +17,7 @@ a list, an optional model) is wrapped as `{"type": "object", "properties": {"res
 
 `annotations` come from the tool's options: `readOnlyHint` (`read_only`), `destructiveHint`
 (`destructive`), `idempotentHint` (`idempotent`, implied by `read_only`), `openWorldHint` (`open_world`,
-left out when unknown).
+left out when unknown), `title` (`title`, left out when unset).
 
 MCP has no strict mode: `strict=True` gives the same definition as `strict=False`. Tool names are sent as
 given (MCP allows `.`); a name with `:` draws a checker warning (the spec's naming rule is a SHOULD).
@@ -94,6 +94,8 @@ class MCPFormat(BaseFormat):
         }
         if options.open_world is not None:
             annotations["openWorldHint"] = options.open_world
+        if options.title:
+            annotations["title"] = options.title
         out["annotations"] = annotations
         return out
 

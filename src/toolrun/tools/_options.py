@@ -114,6 +114,8 @@ class ToolOptions:
     """Calling again with the same arguments has no further effect: safe to retry and to cache."""
     open_world: bool | None = None
     """Reaches outside systems (web, email, third-party APIs) (MCP `openWorldHint`)."""
+    title: str | None = None
+    """A short human-readable name for UIs (MCP `annotations.title`); the model sees the name."""
     private: bool = False
     """Returns one principal's private data: cached per principal, never shared."""
     requires_confirmation: bool = False
