@@ -7,7 +7,9 @@ parameter may stand for the whole argument object; the return annotation gives a
 
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 import sys
 import types
 import typing
@@ -33,7 +35,17 @@ from toolrun.tools._context import ToolContext
 from toolrun.tools._docstrings import parse_docstring
 from toolrun.tools._validation import PydanticArguments
 
-__all__ = ["FunctionSchema", "build_function_schema", "clean_schema", "is_context_annotation"]
+__all__ = [
+    "FunctionSchema",
+    "annotated_target",
+    "build_function_schema",
+    "callable_name",
+    "clean_schema",
+    "copy_json",
+    "is_async_callable",
+    "is_async_generator",
+    "is_context_annotation",
+]
 
 _FORBID = ConfigDict(extra="forbid")
 _NO_RETURN = inspect.Signature.empty
@@ -146,25 +158,81 @@ def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
     return type(model.__name__, (model,), namespace)
 
 
+def callable_name(fn: Callable[..., Any]) -> str | None:
+    """The default tool name of a callable: a function's name, a partial's function's, an object's class."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        return name
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(fn).__name__).lower()
+
+
+def annotated_target(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Any]:
+    """What holds the annotations of `fn` and what holds its docstring.
+
+    A `functools.partial` is read through to its function; a callable object through its `__call__`
+    (its docstring is the class's, or the method's when the class has none).
+    """
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn) or isinstance(fn, type):
+        return fn, fn
+    call = getattr(fn, "__call__", None)  # noqa: B004
+    if call is None:
+        return fn, fn
+    doc_owner: Any = type(fn) if type(fn).__doc__ else call
+    return call, doc_owner
+
+
+def is_async_generator(fn: Callable[..., Any]) -> bool:
+    """Whether calling `fn` (a function, partial or callable object) gives an async generator."""
+    target, _ = annotated_target(fn)
+    return inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(target)
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling `fn` (a function, partial or callable object) gives an awaitable."""
+    target, _ = annotated_target(fn)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+
+
 def build_function_schema(
     fn: Callable[..., Any],
     *,
     name: str,
     flatten_model: bool = True,
+    annotations: Mapping[str, Any] | None = None,
 ) -> FunctionSchema:
-    """Read `fn` into a `FunctionSchema`; raise `ToolDefinitionError` for anything a tool cannot take."""
+    """Read `fn` into a `FunctionSchema`; raise `ToolDefinitionError` for anything a tool cannot take.
+
+    `fn` may be a function, a method, a `functools.partial` (its bound arguments are not shown to the
+    model, which cannot override them) or a callable object. `annotations` fill in parameters that have
+    none (a `Tool` subclass's unannotated `run(self, params)` reads its `Params` class).
+    """
+    if is_async_generator(fn):
+        raise ToolDefinitionError(
+            f"Tool {name!r}: {fn!r} is an async generator function; a tool returns one result. Collect "
+            "the items into a list (or return an async function's result) instead of yielding them."
+        )
+    target, doc_owner = annotated_target(fn)
     try:
         signature = inspect.signature(fn)
-        hints = _type_hints(fn)
+        hints = _type_hints(target)
     except (NameError, TypeError) as exc:
         raise ToolDefinitionError(
             f"Tool {name!r}: cannot read the type annotations of {fn!r} ({exc}). Make every annotation "
             "importable at module level (avoid names defined only under TYPE_CHECKING)."
         ) from exc
-    doc = parse_docstring(inspect.getdoc(fn))
+    if annotations:
+        hints = {**{k: v for k, v in annotations.items() if k not in hints}, **hints}
+    bound = frozenset(fn.keywords) if isinstance(fn, functools.partial) else frozenset()
+    doc = parse_docstring(inspect.getdoc(doc_owner))
     context_param: str | None = None
     params: list[inspect.Parameter] = []
     for param in signature.parameters.values():
+        if param.name in bound:
+            continue  # bound by the developer with functools.partial: never the model's to set
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise ToolDefinitionError(
@@ -199,7 +267,7 @@ def build_function_schema(
             make_validator = lambda: eager  # noqa: E731
 
     return FunctionSchema(
-        name=fn.__name__ if hasattr(fn, "__name__") else name,
+        name=callable_name(fn) or name,
         description=doc.description,
         parameters=parameters,
         make_validator=make_validator,
@@ -207,8 +275,7 @@ def build_function_schema(
         positional_only=positional_only,
         return_type=hints.get("return", _NO_RETURN),
         param_descriptions=doc.params,
-        is_async=inspect.iscoroutinefunction(fn)
-        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004
+        is_async=is_async_callable(fn),
     )
 
 
@@ -286,6 +353,15 @@ def _type_schema(name: str, annotation: Any) -> dict[str, Any] | None:
     return schema
 
 
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars); several times faster than `deepcopy`."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) if isinstance(v, dict | list) else v for v in value]
+    return value
+
+
 def _compose_schema(
     name: str, params: list[inspect.Parameter], hints: Mapping[str, Any], descriptions: Mapping[str, str]
 ) -> dict[str, Any] | None:
@@ -302,7 +378,7 @@ def _compose_schema(
         base = _type_schema(name, hints.get(param.name, Any))  # enums and models are inlined, not $ref
         if base is None:
             return None
-        prop = dict(base)
+        prop = copy_json(base)  # the cached type schema is shared: each tool gets its own nested dicts
         if param.default is param.empty:
             required.append(param.name)
         else:

@@ -17,6 +17,7 @@ class DeleteTask(Tool, destructive=True):  # a class with a Pydantic `Params` mo
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -29,7 +30,15 @@ from pydantic import TypeAdapter, ValidationError
 
 from toolrun.exceptions import ArgumentsError, SchemaError, ToolDefinitionError, ToolExampleError
 from toolrun.tools._context import ToolContext
-from toolrun.tools._function_schema import build_function_schema, clean_schema, is_context_annotation
+from toolrun.tools._function_schema import (
+    annotated_target,
+    build_function_schema,
+    callable_name,
+    clean_schema,
+    is_async_callable,
+    is_async_generator,
+    is_context_annotation,
+)
 from toolrun.tools._lenient import normalize_schema
 from toolrun.tools._options import ToolOptions, build_options
 from toolrun.tools._validation import ArgumentsValidator, JsonSchemaArguments
@@ -44,12 +53,21 @@ PROVIDER_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _NONE_TYPES = (None, type(None), Any, inspect.Signature.empty)
 
 
+def suggest_name(name: object) -> str:
+    """A name close to `name` that `NAME_PATTERN` accepts (for error messages; always valid itself)."""
+    text = name if isinstance(name, str) else str(name)
+    safe = re.sub(r"[^A-Za-z0-9_.:-]", "_", text)
+    safe = re.sub(r"^[^A-Za-z0-9_]+", "", safe)[:128].strip("_") or "my_tool"
+    return safe if NAME_PATTERN.match(safe) else "my_tool"
+
+
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        safe = re.sub(r"[^A-Za-z0-9_-]", "_", str(name))[:64].strip("_") or "my_tool"
         raise ToolDefinitionError(
-            f"Invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-' (the pattern providers "
-            f"accept: ^[a-zA-Z0-9_-]{{1,64}}$), e.g. {safe!r}."
+            f"Invalid tool name {name!r}: use 1-128 characters of letters, digits, '_', '-', '.' or ':', "
+            f"not starting with '-', '.' or ':' (pattern {NAME_PATTERN.pattern}), e.g. "
+            f"{suggest_name(name)!r}. Names outside ^[a-zA-Z0-9_-]{{1,64}}$ (the pattern providers accept) "
+            "get a provider-safe alias when exported through a ToolRegistry."
         )
     return name
 
@@ -114,7 +132,13 @@ class Tool:
         )
         if cls.__doc__ is None and description == inspect.getdoc(Tool):
             description = None
-        self._init_from_function(run, name=name, description=description, **{**cls._class_options, **options})
+        self._init_from_function(
+            run,
+            name=name,
+            description=description,
+            annotations=_params_annotation(cls, run),
+            **{**cls._class_options, **options},
+        )
 
     # ----------------------------------------------------------------------------------------------------
     # Constructors
@@ -173,7 +197,11 @@ class Tool:
             **options: Tool options.
         """
         name = _check_name(name)
-        schema: dict[str, Any] = dict(parameters) if parameters is not None else {"type": "object"}
+        # A copy of its own: tools built from one dict must not share (and edit) each other's nested schemas.
+        try:
+            schema: dict[str, Any] = copy.deepcopy(dict(parameters)) if parameters is not None else {}
+        except RecursionError:
+            raise SchemaError(f"Tool {name!r}: the parameters schema is nested too deeply to copy.") from None
         changes: tuple[str, ...] = ()
         if lenient:
             schema, change_list = normalize_schema(schema)
@@ -217,9 +245,16 @@ class Tool:
             self._context_param = None
             self._is_async = False
         else:
+            if not callable(handler):
+                raise ToolDefinitionError(f"Tool {name!r}: the handler must be callable, got {handler!r}.")
+            if is_async_generator(handler):
+                raise ToolDefinitionError(
+                    f"Tool {name!r}: the handler {handler!r} is an async generator function; a tool returns "
+                    "one result. Collect the items into a list instead of yielding them."
+                )
             self._fn = handler
             self._context_param = _find_context_param(handler)
-            self._is_async = inspect.iscoroutinefunction(handler)
+            self._is_async = is_async_callable(handler)
         self.options = build_options(name, options)
         self._check_examples()
         return self
@@ -231,10 +266,11 @@ class Tool:
         name: str | None,
         description: str | None,
         flatten_model: bool = True,
+        annotations: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        name = _check_name(name if name is not None else getattr(fn, "__name__", None))
-        schema = build_function_schema(fn, name=name, flatten_model=flatten_model)
+        name = _check_name(name if name is not None else callable_name(fn))
+        schema = build_function_schema(fn, name=name, flatten_model=flatten_model, annotations=annotations)
         self.name = name
         self.description = _check_description(
             name, description if description is not None else schema.description
@@ -376,9 +412,23 @@ class Tool:
         return f"<Tool {getattr(self, 'name', '?')!r}>"
 
 
+def _params_annotation(cls: type, run: Callable[..., Any]) -> dict[str, Any] | None:
+    """`{first parameter: cls.Params}` when `run(self, params)` leaves that parameter unannotated."""
+    params_model = getattr(cls, "Params", None)
+    if not isinstance(params_model, type):
+        return None
+    try:
+        first = next(iter(inspect.signature(run).parameters.values()), None)
+    except (TypeError, ValueError):
+        return None
+    if first is None or first.annotation is not inspect.Parameter.empty:
+        return None
+    return {first.name: params_model}
+
+
 def _find_context_param(handler: Callable[..., Any]) -> str | None:
     try:
-        hints = inspect.get_annotations(handler, eval_str=True)
+        hints = inspect.get_annotations(annotated_target(handler)[0], eval_str=True)
     except Exception:
         hints = {}
     for param_name, annotation in hints.items():
