@@ -232,6 +232,6 @@ def test_flattened_model_reads_null_as_default() -> None:
 
     kwargs = find.validate({"text": "x", "limit": None, "note": None})
     assert kwargs["query"].limit == 10  # null for a non-nullable optional field: the default
-    assert kwargs["query"].note is None  # a nullable field keeps its null
+    assert kwargs["query"].note == "n"  # null means "not given" for a nullable field with a default too
     with pytest.raises(ArgumentsError, match="text"):
         find.validate({"text": None})

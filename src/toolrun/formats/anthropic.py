@@ -167,10 +167,10 @@ class AnthropicStrictSchema(AnthropicSchema):
         self.drop_cut_properties(node, at)
         props = node["properties"] = mapping_value(node, "properties")
         extra = node.get("additionalProperties")
-        if extra is not None and extra is not False:
-            self.changes.append(
-                f"{at.path or '/'}: object closed (strict tool use needs additionalProperties false)"
-            )
+        if extra is not False or node.get("patternProperties"):
+            # Closing it would let the model send only `{}` for its keys: the tool is exported non-strict.
+            self.free_form.append(at.path)
+            self.changes.append(f"{at.path or '/'}: free-form object; the tool is exported non-strict")
         node["additionalProperties"] = False
         for key in ("patternProperties", "propertyNames", "minProperties", "maxProperties",
                     "unevaluatedProperties"):  # fmt: skip
@@ -375,17 +375,20 @@ class AnthropicFormat(BaseFormat):
     """Anthropic Messages API: custom tools, `tool_use` blocks, `tool_result` blocks."""
 
     name = "anthropic"
+    schema_path = "/input_schema"
+    free_form_rule = "ANT-S-FREEFORM"
     plain = AnthropicSchema
     strict_transformer = AnthropicStrictSchema
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
         """`{"name", "description", "input_schema"}`, plus `"strict": true` and `input_examples` if any."""
+        schema, is_strict, _ = self.export(tool.parameters, strict=strict)
         out: dict[str, Any] = {
             "name": self.wire_name(tool, name),
             "description": tool.description,
-            "input_schema": self.schema(tool.parameters, strict=strict),
+            "input_schema": schema,
         }
-        if strict:
+        if is_strict:
             out["strict"] = True
         if tool.options.examples:
             out["input_examples"] = [dict(example.input) for example in tool.options.examples]

@@ -33,6 +33,7 @@ from pydantic_core import PydanticUndefined, to_jsonable_python
 from toolrun.exceptions import ToolDefinitionError
 from toolrun.tools._context import ToolContext
 from toolrun.tools._docstrings import parse_docstring
+from toolrun.tools._raw_schema import close_objects, schema_nodes
 from toolrun.tools._validation import PydanticArguments
 
 __all__ = [
@@ -135,7 +136,10 @@ def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
     nullable_defaults = frozenset(
         name
         for name, info in model.model_fields.items()
-        if not info.is_required() and not _admits_none(info.annotation)
+        if not info.is_required()
+        and (
+            not _admits_none(info.annotation) or info.default is not None or info.default_factory is not None
+        )
     )
     keeps_extra = model.model_config.get("extra") in ("forbid", "allow")
     if keeps_extra and not nullable_defaults:
@@ -203,6 +207,7 @@ def build_function_schema(
     name: str,
     flatten_model: bool = True,
     annotations: Mapping[str, Any] | None = None,
+    coerce: bool = False,
 ) -> FunctionSchema:
     """Read `fn` into a `FunctionSchema`; raise `ToolDefinitionError` for anything a tool cannot take.
 
@@ -250,20 +255,26 @@ def build_function_schema(
     positional_only = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
     model_param = _single_model(params, hints) if flatten_model else None
     make_validator: Callable[[], PydanticArguments]
+    policy = _Policy(strict=not coerce)
     if model_param is not None:
         model = _strict_model(hints[model_param])
         parameters = model_json_schema(name, model)
-        ready = PydanticArguments(name, model, model_param=model_param)
+        policy.forbid_extra = _closes(parameters)
+        ready = PydanticArguments(
+            name, model, model_param=model_param, strict=policy.strict, forbid_extra=policy.forbid_extra
+        )
         make_validator = lambda: ready  # noqa: E731
     else:
         composed = _compose_schema(name, params, hints, doc.params)
         if composed is not None:
             # The validator model is built on first use: registering and exporting many tools stays cheap.
             parameters = composed
-            make_validator = lambda: _arguments_model(name, params, hints, doc.params)  # noqa: E731
+            policy.forbid_extra = _closes(parameters)
+            make_validator = lambda: _arguments_model(name, params, hints, doc.params, policy)  # noqa: E731
         else:
-            eager = _arguments_model(name, params, hints, doc.params)
+            eager = _arguments_model(name, params, hints, doc.params, policy)
             parameters = model_json_schema(name, eager.model)
+            policy.forbid_extra = eager.forbid_extra = _closes(parameters)
             make_validator = lambda: eager  # noqa: E731
 
     return FunctionSchema(
@@ -279,8 +290,27 @@ def build_function_schema(
     )
 
 
+@dataclass
+class _Policy:
+    strict: bool = True
+    forbid_extra: bool = True
+
+
+def _closes(parameters: dict[str, Any]) -> bool:
+    """Close the exported schema's nested objects as the validator will; False when some nested object
+    explicitly allows other keys (a model with `extra="allow"`): then each model's own setting holds."""
+    if any(node.get("additionalProperties") is True for node in schema_nodes(parameters)):
+        return False
+    close_objects(parameters)
+    return True
+
+
 def _arguments_model(
-    name: str, params: list[inspect.Parameter], hints: Mapping[str, Any], descriptions: Mapping[str, str]
+    name: str,
+    params: list[inspect.Parameter],
+    hints: Mapping[str, Any],
+    descriptions: Mapping[str, str],
+    policy: _Policy | None = None,
 ) -> PydanticArguments:
     """The Pydantic model that validates a model's arguments, one field per parameter."""
     renamed: dict[str, str] = {}
@@ -295,7 +325,9 @@ def _arguments_model(
             default = given.default
             factory = given.default_factory
         optional = (default is not param.empty and default is not PydanticUndefined) or factory is not None
-        if optional and not _admits_none(annotation):
+        if optional and (not _admits_none(annotation) or default is not None or factory is not None):
+            # `null` from a model means "not given" (strict exports make optional parameters nullable), also
+            # for a nullable parameter whose default is not None (`Optional[str] = "bob"`).
             annotation = Annotated[annotation, _null_means_default(default, factory)]
         extra: dict[str, Any] = {}
         has_desc = (given is not None and given.description) or _has_description(annotation)
@@ -320,7 +352,10 @@ def _arguments_model(
         model = create_model(f"{_model_name(name)}Arguments", __config__=_FORBID, **fields)
     except Exception as exc:  # Pydantic raises several types for unsupported annotations
         raise ToolDefinitionError(f"Tool {name!r}: cannot build a schema for its parameters: {exc}") from exc
-    return PydanticArguments(name, model, renamed=renamed)
+    policy = policy or _Policy()
+    return PydanticArguments(
+        name, model, renamed=renamed, strict=policy.strict, forbid_extra=policy.forbid_extra
+    )
 
 
 _MISSING = object()

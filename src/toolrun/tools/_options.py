@@ -134,6 +134,9 @@ class ToolOptions:
     """Never run concurrently with other calls of the same batch."""
     examples: tuple[ToolExample, ...] = ()
     """Worked examples, validated at definition time."""
+    coerce: bool = False
+    """Read arguments leniently (Pydantic's lax mode: `"5"` → 5, `"yes"` → True, `true` → 1) instead of
+    taking JSON types strictly. Unknown fields and non-finite numbers are refused either way."""
 
     @property
     def effective_idempotent(self) -> bool:
@@ -201,4 +204,6 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
         values[name] = frozenset(raw)
 
     values["examples"] = tuple(ToolExample.coerce(e) for e in values.get("examples", ()) or ())
+    if not isinstance(values.get("coerce", False), bool):
+        raise ToolDefinitionError(f"Tool {tool_name!r}: coerce must be True or False.")
     return ToolOptions(**values)

@@ -41,6 +41,7 @@ from toolrun.tools._function_schema import (
 )
 from toolrun.tools._lenient import normalize_schema
 from toolrun.tools._options import ToolOptions, build_options
+from toolrun.tools._raw_schema import callable_root, close_objects
 from toolrun.tools._validation import ArgumentsValidator, JsonSchemaArguments
 
 __all__ = ["NAME_PATTERN", "PROVIDER_NAME_PATTERN", "Tool"]
@@ -206,6 +207,10 @@ class Tool:
         if lenient:
             schema, change_list = normalize_schema(schema)
             changes = tuple(change_list)
+        if any(key in schema for key in ("$ref", "allOf", "anyOf", "oneOf")):
+            # The arguments described indirectly: list them at the root, or no field could be sent.
+            schema, root_changes = callable_root(schema, name)
+            changes += tuple(root_changes)
         schema.setdefault("type", "object")
         if schema.get("type") != "object":
             raise SchemaError(
@@ -213,8 +218,11 @@ class Tool:
                 f"type {schema.get('type')!r}. Wrap a single value in an object with one property."
             )
         schema.setdefault("properties", {})
-        # Unknown fields are rejected unless the schema explicitly allows them; the export says so too.
-        schema.setdefault("additionalProperties", False)
+        # Unknown fields are rejected unless the schema explicitly allows them, at every depth; the export
+        # says so too.
+        if not schema.get("patternProperties"):
+            schema.setdefault("additionalProperties", False)
+        close_objects(schema)
         try:
             Draft202012Validator.check_schema(schema)
         except JsonSchemaSchemaError as exc:
@@ -235,7 +243,8 @@ class Tool:
         self.description = _check_description(name, description)
         self.parameters = schema
         self.lenient_changes = changes
-        self._validator = JsonSchemaArguments(name, schema)
+        self.options = build_options(name, options)
+        self._validator = JsonSchemaArguments(name, schema, coerce=self.options.coerce)
         self._make_validator = None
         self._declared_output_schema = dict(output_schema) if output_schema is not None else None
         self._return_type = inspect.Signature.empty
@@ -255,7 +264,6 @@ class Tool:
             self._fn = handler
             self._context_param = _find_context_param(handler)
             self._is_async = is_async_callable(handler)
-        self.options = build_options(name, options)
         self._check_examples()
         return self
 
@@ -270,7 +278,10 @@ class Tool:
         **options: Any,
     ) -> None:
         name = _check_name(name if name is not None else callable_name(fn))
-        schema = build_function_schema(fn, name=name, flatten_model=flatten_model, annotations=annotations)
+        built = build_options(name, options)
+        schema = build_function_schema(
+            fn, name=name, flatten_model=flatten_model, annotations=annotations, coerce=built.coerce
+        )
         self.name = name
         self.description = _check_description(
             name, description if description is not None else schema.description
@@ -284,7 +295,7 @@ class Tool:
         self._is_async = schema.is_async
         self._return_type = schema.return_type
         self._declared_output_schema = None
-        self.options = build_options(name, options)
+        self.options = built
         self._check_examples()
 
     # ----------------------------------------------------------------------------------------------------

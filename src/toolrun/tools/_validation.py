@@ -14,9 +14,10 @@ Both forbid unknown fields and treat `null` for an optional, non-nullable parame
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import pydantic_core
 from jsonschema import Draft202012Validator
@@ -67,9 +68,28 @@ def _decode(tool: str, arguments: str | Mapping[str, Any] | None) -> Any:
     if not arguments or arguments.isspace():
         return {}
     try:
-        return pydantic_core.from_json(arguments)
+        return pydantic_core.from_json(arguments, allow_inf_nan=False)
     except ValueError as exc:
+        if "NaN" in arguments or "Infinity" in arguments:
+            _refuse_non_finite(tool, arguments)
         raise ArgumentsError(tool, [_bad_json(str(exc))]) from None
+
+
+def _refuse_non_finite(tool: str, text: str | bytes) -> None:
+    """Raise `ArgumentsError` when `text` holds a NaN or Infinity number (strings that say so are fine)."""
+    try:
+        pydantic_core.from_json(text, allow_inf_nan=False)
+    except ValueError:
+        raise ArgumentsError(
+            tool,
+            [
+                ArgumentProblem(
+                    "",
+                    "arguments hold a non-finite number (NaN or Infinity), which JSON does not have",
+                    expected="finite numbers",
+                )
+            ],
+        ) from None
 
 
 def _bad_json(detail: str) -> ArgumentProblem:
@@ -111,9 +131,15 @@ _EXPECTED_BY_TYPE = {
 
 
 class PydanticArguments:
-    """Validates with a Pydantic model whose fields are the tool's parameters."""
+    """Validates with a Pydantic model whose fields are the tool's parameters.
 
-    __slots__ = ("_fields", "_model", "_model_param", "_renamed", "tool")
+    The policy (see the module docstring): JSON types strictly (Pydantic's strict mode, JSON flavour: a
+    date or an enum value as a string, an integer for a float), unless `strict=False` (the tool's `coerce`
+    option, Pydantic's lax mode); non-finite numbers refused; unknown fields refused at every depth
+    (`forbid_extra`; off only when a nested model explicitly allows extra keys).
+    """
+
+    __slots__ = ("_extra", "_fields", "_model", "_model_param", "_renamed", "_strict", "tool")
 
     def __init__(
         self,
@@ -122,23 +148,48 @@ class PydanticArguments:
         *,
         model_param: str | None = None,
         renamed: Mapping[str, str] | None = None,
+        strict: bool = True,
+        forbid_extra: bool = True,
     ) -> None:
         self.tool = tool
         self._model = model
         self._model_param = model_param
         self._renamed = dict(renamed or {})
         self._fields = sorted((f.alias or name) for name, f in model.model_fields.items())
+        self._strict = strict
+        self._extra: Literal["forbid"] | None = "forbid" if forbid_extra else None
 
     @property
     def model(self) -> type[BaseModel]:
         return self._model
 
+    @property
+    def forbid_extra(self) -> bool:
+        return self._extra is not None
+
+    @forbid_extra.setter
+    def forbid_extra(self, value: bool) -> None:
+        self._extra = "forbid" if value else None
+
     def validate(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         try:
             if isinstance(arguments, str) and arguments and not arguments.isspace():
-                instance = self._model.model_validate_json(arguments)
+                text: str | bytes = arguments
+                if "NaN" in text or "Infinity" in text:
+                    _refuse_non_finite(self.tool, text)
             else:
-                instance = self._model.model_validate(_decode(self.tool, arguments))
+                data = _decode(self.tool, arguments)
+                try:
+                    # Through JSON, so that a decoded object is held to the same JSON rules as text.
+                    text = pydantic_core.to_json(data, inf_nan_mode="constants")
+                except (pydantic_core.PydanticSerializationError, ValueError, TypeError, RecursionError):
+                    text = b""
+                if not text:
+                    instance = self._model.model_validate(data, strict=self._strict, extra=self._extra)
+                    return self._arguments(instance)
+                if b"NaN" in text or b"Infinity" in text:
+                    _refuse_non_finite(self.tool, text)
+            instance = self._model.model_validate_json(text, strict=self._strict, extra=self._extra)
         except ValidationError as exc:
             raise ArgumentsError(self.tool, self._problems(exc)) from None
         except RecursionError:
@@ -146,6 +197,9 @@ class PydanticArguments:
                 self.tool,
                 [ArgumentProblem("", "arguments are nested too deeply", expected="a shallower object")],
             ) from None
+        return self._arguments(instance)
+
+    def _arguments(self, instance: BaseModel) -> dict[str, Any]:
         if self._model_param is not None:
             return {self._model_param: instance}
         values = instance.__dict__
@@ -214,18 +268,33 @@ def _admits_null(schema: Any) -> bool:
 
 
 class JsonSchemaArguments:
-    """Validates against a raw JSON Schema with the `jsonschema` library (draft 2020-12)."""
+    """Validates against a raw JSON Schema with the `jsonschema` library (draft 2020-12).
 
-    __slots__ = ("_defaults", "_null_means_default", "_validator", "tool")
+    JSON types are checked as the schema says (`jsonschema` never coerces); with `coerce=True` (the tool's
+    `coerce` option) strings that spell a number or a boolean are read as one first where the schema asks
+    for that type, as Pydantic's lax mode would. Non-finite numbers are refused either way.
+    """
 
-    def __init__(self, tool: str, schema: Mapping[str, Any]) -> None:
+    __slots__ = ("_coerce", "_defaults", "_null_means_default", "_schema", "_validator", "tool")
+
+    def __init__(self, tool: str, schema: Mapping[str, Any], *, coerce: bool = False) -> None:
         self.tool = tool
         self._validator = Draft202012Validator(schema)
+        self._schema = schema
+        self._coerce = coerce
         props: Mapping[str, Any] = schema.get("properties") or {}
         required = set(schema.get("required") or ())
-        # Optional parameters whose type cannot be null: a null from the model means "not given".
+        # Optional parameters: a null from the model means "not given" when the type cannot be null, or
+        # when the parameter has a default other than null (strict exports make every optional parameter
+        # nullable, and the model sends null for "not given").
         self._null_means_default = frozenset(
-            name for name, sub in props.items() if name not in required and not _admits_null(sub)
+            name
+            for name, sub in props.items()
+            if name not in required
+            and (
+                not _admits_null(sub)
+                or (isinstance(sub, Mapping) and "default" in sub and sub["default"] is not None)
+            )
         )
         self._defaults = {
             name: sub["default"]
@@ -237,7 +306,11 @@ class JsonSchemaArguments:
         data = _decode(self.tool, arguments)
         if not isinstance(data, Mapping):
             raise ArgumentsError(self.tool, [_not_an_object(data)])
+        if not isinstance(arguments, str) and not _finite(data):
+            _refuse_non_finite(self.tool, "NaN")
         values = {k: v for k, v in data.items() if not (v is None and k in self._null_means_default)}
+        if self._coerce:
+            values = _coerced(values, self._schema, 0)
         try:
             errors = sorted(self._validator.iter_errors(values), key=lambda e: list(e.absolute_path))
         except RecursionError:
@@ -251,6 +324,61 @@ class JsonSchemaArguments:
             if name not in values:
                 values[name] = default
         return values
+
+
+def _finite(value: Any, depth: int = 0) -> bool:
+    """False when `value` holds a NaN or infinite float (a decoded object; bounded)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth > 64:
+        return True  # the validator reports the nesting
+    if isinstance(value, Mapping):
+        return all(_finite(v, depth + 1) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(v, depth + 1) for v in value)
+    return True
+
+
+_INT_TEXT = re.compile(r"^\s*[+-]?\d+(?:_\d+)*\s*$")
+_TRUE = frozenset({"true", "yes", "on", "1", "t", "y"})
+_FALSE = frozenset({"false", "no", "off", "0", "f", "n"})
+
+
+def _coerced(value: Any, schema: Any, depth: int) -> Any:
+    """`value` with strings (and 0/1, true/false) read as the scalar type the schema asks for (lax mode)."""
+    if not isinstance(schema, Mapping) or depth > 32:
+        return value
+    kinds = schema.get("type")
+    names = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else set()
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        return {k: _coerced(v, props.get(k), depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_coerced(v, schema.get("items"), depth + 1) for v in value]
+    if isinstance(value, str) and not names & {"string"}:
+        text = value.strip().lower()
+        if "integer" in names and _INT_TEXT.match(value):
+            return int(value.replace("_", ""))
+        if "number" in names:
+            try:
+                number = float(value)
+            except ValueError:
+                number = math.nan
+            if math.isfinite(number):
+                return number
+        if "boolean" in names and text in _TRUE | _FALSE:
+            return text in _TRUE
+    if isinstance(value, bool) and "integer" in names and "boolean" not in names:
+        return int(value)
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value in (0, 1)
+        and "boolean" in names
+        and not names & {"integer", "number"}
+    ):
+        return bool(value)
+    return value
 
 
 _ADDITIONAL_RE = re.compile(r"\((.*) (?:was|were) unexpected\)")
