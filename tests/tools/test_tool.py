@@ -196,11 +196,13 @@ def test_lenient_bfcl_dialect() -> None:
     assert t.validate({"number": 5, "precision": None, "extra": [1]}) == {"number": 5, "extra": [1]}
 
 
-def test_lenient_refuses_unknown_types_and_bounds_depth() -> None:
-    with pytest.raises(SchemaError, match="Unknown type 'quaternion'"):
-        Tool.from_schema(
-            "t", "T.", {"type": "object", "properties": {"q": {"type": "quaternion"}}}, lenient=True
-        )
+def test_lenient_widens_unknown_types_saying_so_and_bounds_depth() -> None:
+    t = Tool.from_schema(
+        "t", "T.", {"type": "object", "properties": {"q": {"type": "quaternion"}}}, lenient=True
+    )
+    assert t.parameters["properties"]["q"] == {}
+    [change] = [c for c in t.lenient_changes if c.path == "$.q"]
+    assert (change.kind, change.before, change.after) == ("type-any", "quaternion", None)
     deep: dict[str, Any] = {"type": "object"}
     node = deep
     for _ in range(200):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -99,7 +99,8 @@ class Tool:
     options: ToolOptions
     """Annotations and policies."""
     lenient_changes: tuple[str, ...]
-    """What `from_schema(..., lenient=True)` changed to make the schema valid JSON Schema."""
+    """What `from_schema(..., lenient=True)` changed to make the schema valid JSON Schema: `SchemaChange`s
+    (strings reading "$.path: what changed", with `path`, `kind`, `before` and `after` attributes)."""
 
     # Subclass API: set these on a subclass, or pass options as class keywords.
     _class_options: ClassVar[dict[str, Any]] = {}
@@ -176,7 +177,7 @@ class Tool:
         cls,
         name: str,
         description: str,
-        parameters: Mapping[str, Any] | None = None,
+        parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         handler: Callable[..., Any] | None = None,
         *,
         output_schema: Mapping[str, Any] | None = None,
@@ -194,19 +195,30 @@ class Tool:
                 but running it fails with a clear error.
             output_schema: JSON Schema of the result, if known.
             lenient: Accept loose dialects found in the wild (BFCL/Gorilla `"dict"`, `"float"`, `"any"`,
-                `optional` flags, ...) and normalise them; `tool.lenient_changes` lists what changed.
+                `optional` flags, `"list[str]"`, `"required": true` on a property, a list of parameter specs,
+                ...; see `toolrun.tools._lenient`) and normalise them; `tool.lenient_changes` lists what
+                changed, one `SchemaChange` per rewrite.
             **options: Tool options.
         """
         name = _check_name(name)
-        # A copy of its own: tools built from one dict must not share (and edit) each other's nested schemas.
-        try:
-            schema: dict[str, Any] = copy.deepcopy(dict(parameters)) if parameters is not None else {}
-        except RecursionError:
-            raise SchemaError(f"Tool {name!r}: the parameters schema is nested too deeply to copy.") from None
         changes: tuple[str, ...] = ()
-        if lenient:
-            schema, change_list = normalize_schema(schema)
+        schema: dict[str, Any]
+        if lenient:  # works on a copy of its own
+            schema, change_list = normalize_schema(parameters if parameters is not None else {})
             changes = tuple(change_list)
+        else:
+            # A copy of its own: tools built from one dict must not share (and edit) each other's schemas.
+            if parameters is not None and not isinstance(parameters, Mapping):
+                raise SchemaError(
+                    f"Tool {name!r}: the parameters schema must be a JSON object, got "
+                    f"{type(parameters).__name__} (pass lenient=True to read a list of parameter specs)."
+                )
+            try:
+                schema = copy.deepcopy(dict(parameters)) if parameters is not None else {}
+            except RecursionError:
+                raise SchemaError(
+                    f"Tool {name!r}: the parameters schema is nested too deeply to copy."
+                ) from None
         if any(key in schema for key in ("$ref", "allOf", "anyOf", "oneOf")):
             # The arguments described indirectly: list them at the root, or no field could be sent.
             schema, root_changes = callable_root(schema, name)
