@@ -17,10 +17,10 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Unpack, overload
 
 from toolrun.exceptions import ToolAlreadyExistsError, ToolNotFoundError
-from toolrun.tools import PROVIDER_NAME_PATTERN, Tool
+from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolOptionsKwargs
 
 if TYPE_CHECKING:
     from toolrun.tools import ToolContext
@@ -234,13 +234,15 @@ class ToolRegistry(ToolSet):
         return self._version
 
     @overload
-    def register(self, tool: Tool | Callable[..., Any], /, **options: Any) -> Tool: ...
+    def register(self, tool: Tool | Callable[..., Any], /, **options: Unpack[ToolOptionsKwargs]) -> Tool: ...
 
     @overload
-    def register(self, tool: None = None, /, **options: Any) -> Callable[[Callable[..., Any]], Tool]: ...
+    def register(
+        self, tool: None = None, /, **options: Unpack[ToolOptionsKwargs]
+    ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     def register(
-        self, tool: Tool | Callable[..., Any] | None = None, /, **options: Any
+        self, tool: Tool | Callable[..., Any] | None = None, /, **options: Unpack[ToolOptionsKwargs]
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
         """Add a tool; a plain function is made a tool first (with `options`).
 

@@ -22,7 +22,7 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
@@ -40,11 +40,11 @@ from toolrun.tools._function_schema import (
     is_context_annotation,
 )
 from toolrun.tools._lenient import normalize_schema
-from toolrun.tools._options import ToolOptions, build_options
+from toolrun.tools._options import ToolOptions, ToolOptionsKwargs, build_options
 from toolrun.tools._raw_schema import callable_root, close_objects
 from toolrun.tools._validation import ArgumentsValidator, JsonSchemaArguments
 
-__all__ = ["NAME_PATTERN", "PROVIDER_NAME_PATTERN", "Tool"]
+__all__ = ["NAME_PATTERN", "PROVIDER_NAME_PATTERN", "SubclassOptions", "Tool"]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$")
 """Names toolrun accepts. Names with `.`/`:` or over 64 characters get a provider-safe alias on export."""
@@ -52,6 +52,13 @@ PROVIDER_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """Names OpenAI, Anthropic and Gemini all accept as they are."""
 
 _NONE_TYPES = (None, type(None), Any, inspect.Signature.empty)
+
+
+class SubclassOptions(ToolOptionsKwargs, total=False):
+    """What a `Tool` subclass's constructor takes: the tool options, and a name or description override."""
+
+    name: str
+    description: str
 
 
 def suggest_name(name: object) -> str:
@@ -114,11 +121,11 @@ class Tool:
     _return_type: Any
     _declared_output_schema: dict[str, Any] | None
 
-    def __init_subclass__(cls, **options: Any) -> None:
+    def __init_subclass__(cls, **options: Unpack[ToolOptionsKwargs]) -> None:
         super().__init_subclass__()
         cls._class_options = {**cls._class_options, **options}
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: Unpack[SubclassOptions]) -> None:
         """For subclasses: build the tool from the class's `run` method, docstring and options."""
         cls = type(self)
         run = getattr(self, "run", None)
@@ -128,10 +135,9 @@ class Tool:
                 "subclass that defines run(self, params, ctx)."
             )
         default_name = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
-        name = options.pop("name", None) or cls.__dict__.get("name") or default_name
-        description = (
-            options.pop("description", None) or cls.__dict__.get("description") or inspect.getdoc(cls)
-        )
+        given: dict[str, Any] = dict(options)
+        name = given.pop("name", None) or cls.__dict__.get("name") or default_name
+        description = given.pop("description", None) or cls.__dict__.get("description") or inspect.getdoc(cls)
         if cls.__doc__ is None and description == inspect.getdoc(Tool):
             description = None
         self._init_from_function(
@@ -139,7 +145,7 @@ class Tool:
             name=name,
             description=description,
             annotations=_params_annotation(cls, run),
-            **{**cls._class_options, **options},
+            **{**cls._class_options, **given},
         )
 
     # ----------------------------------------------------------------------------------------------------
@@ -153,7 +159,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         flatten_model: bool = True,
-        **options: Any,
+        **options: Unpack[ToolOptionsKwargs],
     ) -> Tool:
         """A tool from a typed Python function (sync or async).
 
@@ -182,7 +188,7 @@ class Tool:
         *,
         output_schema: Mapping[str, Any] | None = None,
         lenient: bool = False,
-        **options: Any,
+        **options: Unpack[ToolOptionsKwargs],
     ) -> Tool:
         """A tool from a raw JSON Schema, validated with the `jsonschema` library.
 
@@ -255,7 +261,7 @@ class Tool:
         self.description = _check_description(name, description)
         self.parameters = schema
         self.lenient_changes = changes
-        self.options = build_options(name, options)
+        self.options = build_options(name, dict(options))
         self._validator = JsonSchemaArguments(name, schema, coerce=self.options.coerce)
         self._make_validator = None
         self._declared_output_schema = dict(output_schema) if output_schema is not None else None
