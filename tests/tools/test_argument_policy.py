@@ -182,7 +182,7 @@ def test_a_nested_model_that_explicitly_allows_extra_keys_keeps_them() -> None:
         return 0
 
     assert take.validate({"o": {"a": 1, "b": 2}})["o"].model_extra == {"b": 2}
-    assert take.parameters["properties"]["o"]["additionalProperties"] is True
+    assert take.parameters["$defs"]["Open"]["additionalProperties"] is True
 
 
 _STRICT = (_function(), _raw())

@@ -33,7 +33,7 @@ from pydantic_core import PydanticUndefined, to_jsonable_python
 from toolrun.exceptions import ToolDefinitionError
 from toolrun.tools._context import ToolContext
 from toolrun.tools._docstrings import parse_docstring
-from toolrun.tools._raw_schema import close_objects, schema_nodes
+from toolrun.tools._raw_schema import close_objects
 from toolrun.tools._validation import PydanticArguments
 
 __all__ = [
@@ -268,8 +268,7 @@ def build_function_schema(
         composed = _compose_schema(name, params, hints, doc.params)
         if composed is not None:
             # The validator model is built on first use: registering and exporting many tools stays cheap.
-            parameters = composed
-            policy.forbid_extra = _closes(parameters)
+            parameters = composed  # its objects are closed already (see `_type_schema`)
             make_validator = lambda: _arguments_model(name, params, hints, doc.params, policy)  # noqa: E731
         else:
             eager = _arguments_model(name, params, hints, doc.params, policy)
@@ -299,10 +298,7 @@ class _Policy:
 def _closes(parameters: dict[str, Any]) -> bool:
     """Close the exported schema's nested objects as the validator will; False when some nested object
     explicitly allows other keys (a model with `extra="allow"`): then each model's own setting holds."""
-    if any(node.get("additionalProperties") is True for node in schema_nodes(parameters)):
-        return False
-    close_objects(parameters)
-    return True
+    return close_objects(parameters, unless_open=True)
 
 
 def _arguments_model(
@@ -383,6 +379,10 @@ def _type_schema(name: str, annotation: Any) -> dict[str, Any] | None:
         schema = None
     elif schema is not None:
         clean_schema(schema)
+        # Objects refuse unknown keys at every depth, as the validator will (done once per type, here);
+        # a type with an object that explicitly allows other keys is not composed (its model decides).
+        if not close_objects({"properties": {"": schema}}, unless_open=True):
+            schema = None
     if len(_TYPE_SCHEMAS) < _TYPE_SCHEMA_CACHE_SIZE:
         _TYPE_SCHEMAS[annotation] = schema
     return schema

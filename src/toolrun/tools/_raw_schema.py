@@ -156,18 +156,25 @@ def callable_root(schema: dict[str, Any], name: str) -> tuple[dict[str, Any], li
     return root, changes
 
 
-def close_objects(schema: dict[str, Any]) -> None:
+def close_objects(schema: dict[str, Any], *, unless_open: bool = False) -> bool:
     """Refuse unknown keys in every nested object schema that lists `properties` and is silent about
-    other keys (in place; the root is handled by `callable_root`). Walks iteratively, bounded."""
-    composed_refs = {
-        part["$ref"]
-        for node in schema_nodes(schema)
-        for part in node.get("allOf") or ()
-        if isinstance(part, Mapping) and isinstance(part.get("$ref"), str)
-    }
-    blocked = {
-        id(d) for k in _DEFS for n, d in (schema.get(k) or {}).items() if f"#/{k}/{n}" in composed_refs
-    }
+    other keys (in place; the root is handled by `callable_root`). Walks iteratively, bounded.
+
+    With `unless_open`, nothing is closed when some object explicitly allows other keys
+    (`"additionalProperties": true`), and False is returned; True otherwise.
+    """
+    blocked: set[int] = set()
+    if any(k in schema for k in _DEFS):  # definitions an allOf builds on must stay open
+        composed_refs = {
+            part["$ref"]
+            for node in schema_nodes(schema)
+            for part in node.get("allOf") or ()
+            if isinstance(part, Mapping) and isinstance(part.get("$ref"), str)
+        }
+        blocked = {
+            id(d) for k in _DEFS for n, d in (schema.get(k) or {}).items() if f"#/{k}/{n}" in composed_refs
+        }
+    candidates: list[dict[str, Any]] = []
     stack: list[tuple[Any, bool]] = [(schema, False)]
     count = 0
     while stack and count < 20_000:
@@ -175,28 +182,40 @@ def close_objects(schema: dict[str, Any]) -> None:
         node, keep_open = stack.pop()
         if not isinstance(node, dict):
             continue
+        if unless_open and node.get("additionalProperties") is True:
+            return False
+        props = node.get("properties")
         if (
             node is not schema
             and not keep_open
+            and isinstance(props, Mapping)
             and id(node) not in blocked
-            and isinstance(node.get("properties"), Mapping)
             and not any(k in node for k in _OPENERS)
             and not any(k in node for k in _COMPOSITION)
         ):
-            node["additionalProperties"] = False
-        has_props = isinstance(node.get("properties"), Mapping)
-        for key in ("properties", "patternProperties", *_DEFS):
+            candidates.append(node)
+        if isinstance(props, Mapping):
+            stack.extend((v, False) for v in props.values())
+        for key in ("patternProperties", *_DEFS):
             sub = node.get(key)
             if isinstance(sub, Mapping):
                 stack.extend((v, False) for v in sub.values())
-        for key in ("items", "additionalProperties", "contains", "not", "if", "then", "else"):
-            stack.append((node.get(key), key in ("not", "if")))
-        for key in ("prefixItems",):
-            stack.extend((v, False) for v in node.get(key) or ())
+        for key in ("items", "additionalProperties", "contains", "then", "else"):
+            if key in node:
+                stack.append((node[key], False))
+        for key in ("not", "if"):
+            if key in node:
+                stack.append((node[key], True))
+        for v in node.get("prefixItems") or ():
+            stack.append((v, False))
         for v in node.get("allOf") or ():
             stack.append((v, True))
         for key in ("anyOf", "oneOf"):
-            stack.extend((v, has_props) for v in node.get(key) or ())
+            for v in node.get(key) or ():
+                stack.append((v, isinstance(props, Mapping)))
+    for node in candidates:
+        node["additionalProperties"] = False
+    return True
 
 
 def schema_nodes(schema: Any) -> list[dict[str, Any]]:

@@ -179,16 +179,20 @@ class PydanticArguments:
                     _refuse_non_finite(self.tool, text)
             else:
                 data = _decode(self.tool, arguments)
+                if not _finite(data):
+                    _refuse_non_finite(self.tool, "NaN")
                 try:
-                    # Through JSON, so that a decoded object is held to the same JSON rules as text.
-                    text = pydantic_core.to_json(data, inf_nan_mode="constants")
-                except (pydantic_core.PydanticSerializationError, ValueError, TypeError, RecursionError):
-                    text = b""
-                if not text:
+                    # A decoded object: Python's strict mode accepts a subset of what JSON's does (no
+                    # date from a string, no tuple from a list), so it is tried first, and JSON decides.
                     instance = self._model.model_validate(data, strict=self._strict, extra=self._extra)
                     return self._arguments(instance)
-                if b"NaN" in text or b"Infinity" in text:
-                    _refuse_non_finite(self.tool, text)
+                except ValidationError as exc:
+                    if not self._strict:
+                        raise
+                    try:
+                        text = pydantic_core.to_json(data)
+                    except (pydantic_core.PydanticSerializationError, ValueError, RecursionError):
+                        raise exc from None  # not JSON data: the Python-mode errors are the answer
             instance = self._model.model_validate_json(text, strict=self._strict, extra=self._extra)
         except ValidationError as exc:
             raise ArgumentsError(self.tool, self._problems(exc)) from None
@@ -326,16 +330,31 @@ class JsonSchemaArguments:
         return values
 
 
-def _finite(value: Any, depth: int = 0) -> bool:
-    """False when `value` holds a NaN or infinite float (a decoded object; bounded)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if depth > 64:
-        return True  # the validator reports the nesting
-    if isinstance(value, Mapping):
-        return all(_finite(v, depth + 1) for v in value.values())
-    if isinstance(value, list | tuple):
-        return all(_finite(v, depth + 1) for v in value)
+def _finite(value: Any) -> bool:
+    """False when `value` holds a NaN or infinite float (a decoded object; iterative; on the hot path)."""
+    stack = [value]
+    isfinite = math.isfinite
+    budget = 100_000
+    while stack and budget:
+        budget -= 1
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            if not isfinite(item):
+                return False
+        elif kind is str or kind is int or kind is bool or item is None:
+            continue
+        elif isinstance(item, float):
+            if not isfinite(item):
+                return False
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return True
 
 
