@@ -27,7 +27,8 @@ Strict mode (strict tool use) rewrites the schema with `AnthropicStrictSchema`:
   are inlined twice and then cut (strict tool use rejects recursion): an optional property that would
   recurse further is left out, a required one becomes a string (the loss is stated in its description);
 - *any value* becomes a string (a union would spend the small union budget): the model sends text for it;
-- a free-form object becomes a closed object without properties (only `{}` can be sent);
+- a free-form object (`dict[str, X]`, an object open to other keys) cannot be closed without letting the
+  model send only `{}`: such a tool is exported non-strict (no `"strict"`), named by `ANT-S-FREEFORM`;
 - budgets per definition: at most 24 optional properties (beyond that the deepest become required) and at
   most 16 unions (beyond that the deepest keep only their first non-null branch, the others named in the
   description). The same budgets apply to *all strict tools of one request* together, which one definition

@@ -40,8 +40,11 @@ Strict mode (`strict=True`, Structured Outputs) rewrites the parameters schema w
   a `$ref` with sibling keywords is wrapped as `anyOf: [{"$ref": ...}]`; `$defs` and recursion are kept;
 - *any value* (`{}`, a parameter with no type) becomes `anyOf` of string, number, boolean, null and an array
   of those: objects and nested arrays cannot be sent for it in strict mode;
-- a free-form object (`dict[str, int]`, `{"type": "object"}` without properties) becomes a closed object
-  with no properties: in strict mode the model can send only `{}` for it. Prefer non-strict mode there;
+- a free-form object (`dict[str, int]`, `list[dict]`, `{"type": "object"}` without properties, an object open
+  to other keys) cannot be expressed: strict mode could only close it, and the model could then send only
+  `{}`. Such a tool is exported non-strict (`"strict": false`, the plain schema, faithful), and the checker
+  names each such object (`OAI-S-FREEFORM`, from `check(tool, ...)` or `check(definition, ..., strict=True)`);
+  *any value* narrowed to scalars is reported as `OAI-S-ANY` by `check(tool, ...)`;
 - tuples (`prefixItems`) become arrays of exactly that many items, each item any of the listed types (the
   position of each type is stated in the description).
 

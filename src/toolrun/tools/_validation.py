@@ -7,8 +7,16 @@ Two engines behind one small protocol:
   nesting bombs).
 - `JsonSchemaArguments` for raw JSON Schema tools, validated by the `jsonschema` library.
 
-Both forbid unknown fields and treat `null` for an optional, non-nullable parameter as "use the default"
-(strict OpenAI exports turn optional parameters into required nullable ones; a model then sends `null`).
+One policy for every way of defining a tool (docs/argument-validation.md):
+
+- JSON types strictly: `"5"` is not an integer, `true` is not 1, `"yes"` is not a boolean. Strings that JSON
+  has no type for are read as their type says (a date, a UUID, an enum value); an integer is a number.
+- Non-finite numbers (`NaN`, `Infinity`, which JSON does not have) are refused.
+- Unknown fields are refused at every depth, each with its path (`filter.stauts`), unless the schema (or a
+  model with `extra="allow"`) explicitly allows other keys.
+- `null` for an optional parameter means "use the default" (strict exports turn optional parameters into
+  required nullable ones; a model then sends `null`), for a nullable parameter with a default too.
+- A tool opts into lax coercion with `coerce=True` (Pydantic's lax mode: `"5"` → 5, `"yes"` → True).
 """
 
 from __future__ import annotations
