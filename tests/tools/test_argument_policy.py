@@ -150,6 +150,20 @@ def test_every_definition_path_accepts_the_same_arguments(make: Any) -> None:
     assert _values(t, '{"n": 1, "filter": {"status": "NaN and Infinity are fine in text"}}')["n"] == 1
 
 
+@pytest.mark.parametrize("make", DEFINITIONS.values(), ids=DEFINITIONS.keys())
+def test_an_integral_number_is_an_integer_everywhere(make: Any) -> None:
+    """JSON Schema: 5.0 is an integer. Every definition path accepts it and hands the handler 5."""
+    t = make()
+    for given_ in ('{"n": 5.0}', {"n": 5.0}, '{"n": 1e2}'):
+        n = _values(t, given_)["n"]
+        assert type(n) is int and n in (5, 100)
+    with pytest.raises(ArgumentsError) as info:
+        t.validate('{"n": 5.0, "x": "many"}')
+    assert [p.path for p in info.value.problems] == ["x"]  # 5.0 is not listed as a problem
+    with pytest.raises(ArgumentsError):
+        t.validate('{"n": 5.5}')
+
+
 def test_unknown_nested_fields_name_their_path() -> None:
     for make in DEFINITIONS.values():
         with pytest.raises(ArgumentsError) as info:

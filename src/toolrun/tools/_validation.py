@@ -203,13 +203,37 @@ class PydanticArguments:
                         raise exc from None  # not JSON data: the Python-mode errors are the answer
             instance = self._model.model_validate_json(text, strict=self._strict, extra=self._extra)
         except ValidationError as exc:
-            raise ArgumentsError(self.tool, self._problems(exc)) from None
+            retried = self._with_integral_floats(exc, arguments)
+            if retried is None:
+                raise ArgumentsError(self.tool, self._problems(exc)) from None
+            instance = retried
         except RecursionError:
             raise ArgumentsError(
                 self.tool,
                 [ArgumentProblem("", "arguments are nested too deeply", expected="a shallower object")],
             ) from None
         return self._arguments(instance)
+
+    def _with_integral_floats(self, exc: ValidationError, arguments: Any) -> BaseModel | None:
+        """The instance, when the only problems were integers written as `5.0` (an integer in JSON Schema's
+        sense, which raw-schema tools accept too); None otherwise. Only on the error path."""
+        errors = exc.errors(include_url=False)
+        if not self._strict or not all(
+            e["type"] == "int_type" and isinstance(e.get("input"), float) and e["input"].is_integer()
+            for e in errors
+        ):
+            return None
+        try:
+            data = (
+                pydantic_core.from_json(arguments) if isinstance(arguments, str) else _decode("", arguments)
+            )
+            data = _json_copy(data)
+            for error in errors:
+                _replace_at(data, tuple(error["loc"]), int(error["input"]))
+            text = pydantic_core.to_json(data)
+            return self._model.model_validate_json(text, strict=True, extra=self._extra)
+        except (ValidationError, ValueError, KeyError, IndexError, TypeError, RecursionError):
+            return None
 
     def _arguments(self, instance: BaseModel) -> dict[str, Any]:
         if self._model_param is not None:
@@ -229,9 +253,14 @@ class PydanticArguments:
 
     def _problems(self, exc: ValidationError) -> list[ArgumentProblem]:
         problems: list[ArgumentProblem] = []
+        skipped = 0
         for err in exc.errors(include_url=False)[:_MAX_PROBLEMS]:
             kind = err["type"]
             loc = tuple(err["loc"])
+            given = err.get("input")
+            if kind == "int_type" and isinstance(given, float) and given.is_integer():
+                skipped += 1
+                continue  # `5.0` is an integer (JSON Schema's sense); not a problem when the rest is fixed
             if kind == "json_invalid":
                 problems.append(_bad_json(str(err.get("ctx", {}).get("error", err["msg"]))))
                 continue
@@ -260,7 +289,7 @@ class PydanticArguments:
                     given=short_repr(err.get("input")),
                 )
             )
-        extra = exc.error_count() - len(problems)
+        extra = exc.error_count() - len(problems) - skipped
         if extra > 0:
             problems.append(ArgumentProblem("", f"and {extra} more problem(s) not listed"))
         return problems
@@ -287,7 +316,15 @@ class JsonSchemaArguments:
     for that type, as Pydantic's lax mode would. Non-finite numbers are refused either way.
     """
 
-    __slots__ = ("_coerce", "_defaults", "_null_means_default", "_schema", "_validator", "tool")
+    __slots__ = (
+        "_coerce",
+        "_defaults",
+        "_integer_props",
+        "_null_means_default",
+        "_schema",
+        "_validator",
+        "tool",
+    )
 
     def __init__(self, tool: str, schema: Mapping[str, Any], *, coerce: bool = False) -> None:
         self.tool = tool
@@ -313,6 +350,9 @@ class JsonSchemaArguments:
             for name, sub in props.items()
             if isinstance(sub, Mapping) and "default" in sub and name not in required
         }
+        self._integer_props = tuple(
+            name for name, sub in props.items() if isinstance(sub, Mapping) and _integer_only(sub.get("type"))
+        )
 
     def validate(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         data = _decode(self.tool, arguments)
@@ -335,7 +375,34 @@ class JsonSchemaArguments:
         for name, default in self._defaults.items():
             if name not in values:
                 values[name] = default
+        if self._integer_props:
+            # `5.0` is an integer in JSON Schema's sense: the handler gets 5, as a Python tool would.
+            for name in self._integer_props:
+                value = values.get(name)
+                if type(value) is float and value.is_integer():
+                    values[name] = int(value)
         return values
+
+
+def _integer_only(kind: Any) -> bool:
+    if kind == "integer":
+        return True
+    return isinstance(kind, list) and "integer" in kind and "number" not in kind
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_copy(v) for v in value]
+    return value
+
+
+def _replace_at(data: Any, loc: tuple[str | int, ...], value: Any) -> None:
+    """Set `value` at the validation error location `loc` in decoded JSON `data`."""
+    for part in loc[:-1]:
+        data = data[part]
+    data[loc[-1]] = value
 
 
 def _finite(value: Any) -> bool:
