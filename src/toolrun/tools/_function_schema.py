@@ -34,7 +34,7 @@ from toolrun.exceptions import ToolDefinitionError
 from toolrun.tools._context import ToolContext
 from toolrun.tools._docstrings import parse_docstring
 from toolrun.tools._raw_schema import close_objects
-from toolrun.tools._validation import PydanticArguments
+from toolrun.tools._validation import PydanticArguments, may_hold_floats
 
 __all__ = [
     "FunctionSchema",
@@ -260,8 +260,14 @@ def build_function_schema(
         model = _strict_model(hints[model_param])
         parameters = model_json_schema(name, model)
         policy.forbid_extra = _closes(parameters)
+        policy.scan_floats = may_hold_floats(parameters)
         ready = PydanticArguments(
-            name, model, model_param=model_param, strict=policy.strict, forbid_extra=policy.forbid_extra
+            name,
+            model,
+            model_param=model_param,
+            strict=policy.strict,
+            forbid_extra=policy.forbid_extra,
+            scan_floats=policy.scan_floats,
         )
         make_validator = lambda: ready  # noqa: E731
     else:
@@ -269,11 +275,13 @@ def build_function_schema(
         if composed is not None:
             # The validator model is built on first use: registering and exporting many tools stays cheap.
             parameters = composed  # its objects are closed already (see `_type_schema`)
+            policy.scan_floats = may_hold_floats(parameters)
             make_validator = lambda: _arguments_model(name, params, hints, doc.params, policy)  # noqa: E731
         else:
             eager = _arguments_model(name, params, hints, doc.params, policy)
             parameters = model_json_schema(name, eager.model)
             policy.forbid_extra = eager.forbid_extra = _closes(parameters)
+            eager.scan_floats = may_hold_floats(parameters)
             make_validator = lambda: eager  # noqa: E731
 
     return FunctionSchema(
@@ -293,6 +301,7 @@ def build_function_schema(
 class _Policy:
     strict: bool = True
     forbid_extra: bool = True
+    scan_floats: bool = True
 
 
 def _closes(parameters: dict[str, Any]) -> bool:
@@ -350,7 +359,12 @@ def _arguments_model(
         raise ToolDefinitionError(f"Tool {name!r}: cannot build a schema for its parameters: {exc}") from exc
     policy = policy or _Policy()
     return PydanticArguments(
-        name, model, renamed=renamed, strict=policy.strict, forbid_extra=policy.forbid_extra
+        name,
+        model,
+        renamed=renamed,
+        strict=policy.strict,
+        forbid_extra=policy.forbid_extra,
+        scan_floats=policy.scan_floats,
     )
 
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolrun.exceptions import ArgumentProblem, ArgumentsError
 
-__all__ = ["ArgumentsValidator", "JsonSchemaArguments", "PydanticArguments", "short_repr"]
+__all__ = ["ArgumentsValidator", "JsonSchemaArguments", "PydanticArguments", "may_hold_floats", "short_repr"]
 
 _MAX_GIVEN = 80
 _MAX_PROBLEMS = 20
@@ -147,7 +147,7 @@ class PydanticArguments:
     (`forbid_extra`; off only when a nested model explicitly allows extra keys).
     """
 
-    __slots__ = ("_extra", "_fields", "_model", "_model_param", "_renamed", "_strict", "tool")
+    __slots__ = ("_extra", "_fields", "_model", "_model_param", "_renamed", "_scan", "_strict", "tool")
 
     def __init__(
         self,
@@ -158,8 +158,10 @@ class PydanticArguments:
         renamed: Mapping[str, str] | None = None,
         strict: bool = True,
         forbid_extra: bool = True,
+        scan_floats: bool = True,
     ) -> None:
         self.tool = tool
+        self._scan = scan_floats
         self._model = model
         self._model_param = model_param
         self._renamed = dict(renamed or {})
@@ -179,6 +181,15 @@ class PydanticArguments:
     def forbid_extra(self, value: bool) -> None:
         self._extra = "forbid" if value else None
 
+    @property
+    def scan_floats(self) -> bool:
+        """Whether decoded objects are scanned for NaN/Infinity (only needed where a float may pass)."""
+        return self._scan
+
+    @scan_floats.setter
+    def scan_floats(self, value: bool) -> None:
+        self._scan = value
+
     def validate(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         try:
             if isinstance(arguments, str) and arguments and not arguments.isspace():
@@ -187,7 +198,7 @@ class PydanticArguments:
                     _refuse_non_finite(self.tool, text)
             else:
                 data = _decode(self.tool, arguments)
-                if not _finite(data):
+                if self._scan and not _finite(data):
                     _refuse_non_finite(self.tool, "NaN")
                 try:
                     # A decoded object: Python's strict mode accepts a subset of what JSON's does (no
@@ -382,6 +393,41 @@ class JsonSchemaArguments:
                 if type(value) is float and value.is_integer():
                     values[name] = int(value)
         return values
+
+
+def may_hold_floats(schema: Mapping[str, Any]) -> bool:
+    """Whether a value valid for `schema` may contain a float (a number, any value, a free-form object).
+
+    When not, a decoded object's NaN or Infinity fails validation anyway, and the scan can be skipped.
+    """
+    stack: list[Any] = [schema]
+    seen = 0
+    while stack and seen < 10_000:
+        seen += 1
+        node = stack.pop()
+        if not isinstance(node, Mapping):
+            if node is True:
+                return True
+            continue
+        kind = node.get("type")
+        kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+        if "number" in kinds:
+            return True
+        typing_keys = ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
+        if not any(k in node for k in typing_keys):
+            return True  # any value
+        if "object" in kinds and node.get("additionalProperties", not node.get("properties")) is True:
+            return True
+        for key in ("properties", "$defs", "definitions", "patternProperties"):
+            sub = node.get(key)
+            if isinstance(sub, Mapping):
+                stack.extend(sub.values())
+        for key in ("items", "additionalProperties", "not"):
+            if isinstance(node.get(key), Mapping | bool) and key in node:
+                stack.append(node[key])
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            stack.extend(node.get(key) or ())
+    return bool(stack)
 
 
 def _integer_only(kind: Any) -> bool:
