@@ -10,7 +10,8 @@ Two engines behind one small protocol:
 One policy for every way of defining a tool (docs/argument-validation.md):
 
 - JSON types strictly: `"5"` is not an integer, `true` is not 1, `"yes"` is not a boolean. Strings that JSON
-  has no type for are read as their type says (a date, a UUID, an enum value); an integer is a number.
+  has no type for are read as their type says (a date, a UUID, an enum value); an integer is a number, and
+  an integral number (`5.0`) is an integer, as in JSON Schema.
 - Non-finite numbers (`NaN`, `Infinity`, which JSON does not have) are refused.
 - Unknown fields are refused at every depth, each with its path (`filter.stauts`), unless the schema (or a
   model with `extra="allow"`) explicitly allows other keys.
