@@ -74,6 +74,7 @@ class MCPFormat(BaseFormat):
     """MCP: `Tool` definitions, `tools/call` requests and `CallToolResult`s."""
 
     name = "mcp"
+    schema_path = "/inputSchema"
     name_pattern = NAME_PATTERN
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
