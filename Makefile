@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/agent.py
 	$(BIN)/python bench/langgraph.py
 	$(BIN)/python bench/search.py
+	$(BIN)/python bench/mcp.py
 	$(BIN)/python bench/import_time.py
 
 # Mutation testing of the security-critical modules ([tool.mutmut] in pyproject.toml; docs/mutation.md).

@@ -53,22 +53,21 @@ def test_which_raw_schemas_admit_null(schema: Any, admits: bool) -> None:
     assert _admits_null(schema) is admits
 
 
-def test_null_for_a_raw_optional_parameter_means_default_only_when_its_type_forbids_null() -> None:
+def test_null_for_a_raw_optional_parameter_means_not_given_unless_null_is_its_meaning() -> None:
     v = raw(
         {
             "n": {"type": "integer", "default": 5},  # null -> left out -> default
             "s": {"type": "string"},  # null -> left out, no default
-            "maybe": {"type": ["string", "null"], "default": "d"},  # null is a value here
+            "maybe": {"type": ["string", "null"], "default": "d"},  # a non-null default: null -> "d"
+            "nullable": {"type": ["string", "null"]},  # null admitted, no default: null is the value
+            "none_default": {"type": ["string", "null"], "default": None},  # null is the default itself
             "req": {"type": "string"},
         },
         required=["req"],
     )
-    assert v.validate({"req": "x", "n": None, "s": None, "maybe": None}) == {
-        "req": "x",
-        "maybe": None,
-        "n": 5,
-    }
-    assert v.validate({"req": "x"}) == {"req": "x", "n": 5, "maybe": "d"}
+    sent = {"req": "x", "n": None, "s": None, "maybe": None, "nullable": None, "none_default": None}
+    assert v.validate(sent) == {"req": "x", "n": 5, "maybe": "d", "nullable": None, "none_default": None}
+    assert v.validate({"req": "x"}) == {"req": "x", "n": 5, "maybe": "d", "none_default": None}
     # A required parameter never turns null into "not given": null is checked, and refused.
     [problem] = problems_of(v, {"req": None})
     assert problem.path == "req" and problem.expected == "string" and problem.given == "null"
