@@ -68,3 +68,10 @@ def test_a_misspelt_option_is_refused_at_run_time_too() -> None:
     with pytest.raises(ToolDefinitionError, match="unknown option"):
         ToolRegistry().register(fine, cache_ttll=3)  # type: ignore[call-overload]
     assert Tool.from_function(fine, coerce=True).options.coerce
+
+
+def test_every_option_is_typed_and_every_typed_option_exists() -> None:
+    """The TypedDict and the dataclass stay in step (an option added to one only is caught here)."""
+    from toolrun.tools._options import ToolOptions, ToolOptionsKwargs
+
+    assert set(ToolOptionsKwargs.__annotations__) == set(ToolOptions.__dataclass_fields__)

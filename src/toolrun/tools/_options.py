@@ -164,6 +164,7 @@ class ToolOptionsKwargs(TypedDict, total=False):
     sequential: bool
     examples: Iterable[ToolExample | Mapping[str, Any]]
     coerce: bool
+    title: str | None
 
 
 _OPTION_NAMES = frozenset(ToolOptions.__dataclass_fields__)
