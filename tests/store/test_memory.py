@@ -295,3 +295,43 @@ async def test_cache_entries_live_until_exactly_their_ttl_and_a_reset_key_is_mos
     one = InMemoryCache(max_entries=1, clock=clock)
     await one.set("x", b"1", ttl=1.0)
     assert await one.get("x") == b"1"
+
+
+async def test_invalid_bounds_are_refused_with_a_message_saying_what_is_allowed() -> None:
+    with pytest.raises(ValueError, match=r"^max_pending must be at least 1\.$"):
+        InMemoryConfirmationStore(max_pending=0)
+    with pytest.raises(ValueError, match=r"^max_entries must be at least 1\.$"):
+        InMemoryCache(max_entries=0)
+    with pytest.raises(ValueError, match=r"^limit must be >= 1 and period a positive number of seconds\.$"):
+        await InMemoryRateLimitStore().acquire("k", limit=0, period=1.0)
+
+
+async def test_a_partly_used_bucket_is_forgotten_once_refilled_not_later() -> None:
+    clock = Clock(0.0)
+    store = InMemoryRateLimitStore(clock=clock, max_keys=1)
+    await store.acquire("a", limit=2, period=2.0)  # 1 token left of 2, refills at 1 token/s: full at t=1
+    clock.now = 1.5
+    await store.acquire("b", limit=2, period=2.0)  # 2 keys > 1: "a" is full again and is forgotten
+    assert len(store) == 1
+
+
+async def test_at_exactly_max_keys_no_bucket_is_forgotten() -> None:
+    clock = Clock(0.0)
+    store = InMemoryRateLimitStore(clock=clock, max_keys=2)
+    await store.acquire("a", limit=1, period=1.0)
+    clock.now = 10.0  # "a" is full again, but 2 keys are not over max_keys=2
+    await store.acquire("b", limit=1, period=1.0)
+    assert len(store) == 2
+
+
+async def test_reset_and_delete_of_unknown_keys_are_no_ops_and_delete_removes_a_live_entry() -> None:
+    store = InMemoryRateLimitStore(clock=Clock(0.0))
+    await store.acquire("k", limit=1, period=60.0)
+    await store.reset("unknown")
+    assert len(store) == 1 and not (await store.acquire("k", limit=1, period=60.0)).allowed
+    cache = InMemoryCache(clock=Clock(0.0))
+    await cache.set("live", b"1", ttl=100.0)
+    await cache.set("other", b"2", ttl=100.0)
+    await cache.delete("unknown")
+    await cache.delete("live")
+    assert await cache.get("live") is None and await cache.get("other") == b"2" and len(cache) == 1
