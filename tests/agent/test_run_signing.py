@@ -176,3 +176,122 @@ def test_done_and_results() -> None:
         assert AgentRun(status=status).done  # type: ignore[arg-type]
     assert AgentRun().run_id.startswith("run_") and len(AgentRun().run_id) == 24
     assert AgentRun().run_id != AgentRun().run_id
+
+
+RESULT_CASES = [
+    ("status", 1, "tool_calls[0].result.status", "expected a string, got int"),
+    ("call_id", 1, "tool_calls[0].result.call_id", "expected a string, got int"),
+    ("tool_name", None, "tool_calls[0].result.tool_name", "expected a string, got NoneType"),
+    ("message", 1, "tool_calls[0].result.message", "expected a string or null, got int"),
+    ("confirmation_id", [], "tool_calls[0].result.confirmation_id", "expected a string or null, got list"),
+    ("metadata", [], "tool_calls[0].result.metadata", "expected an object, got list"),
+    ("attempts", "2", "tool_calls[0].result.attempts", "expected an integer, got str"),
+    ("attempts", True, "tool_calls[0].result.attempts", "expected an integer, got a boolean"),
+    ("error", [], "tool_calls[0].result.error", "expected an object or null, got list"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "field", "message"), RESULT_CASES)
+def test_each_result_field_of_the_wrong_type_is_named(
+    name: str, value: Any, field: str, message: str
+) -> None:
+    data = small_run().to_dict()
+    data["tool_calls"][0]["result"][name] = value
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(data)
+    assert info.value.field == field and str(info.value) == f"Invalid AgentRun: {field}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("error", "field", "message"),
+    [
+        ({"code": "x", "message": 1}, "error.message", "expected a string, got int"),
+        ({"code": "x"}, "error.message", "is missing"),
+        (
+            {"code": "x", "message": "m", "details": []},
+            "error.details",
+            "expected an object or null, got list",
+        ),
+    ],
+)
+def test_a_result_error_of_the_wrong_shape_is_named(error: dict[str, Any], field: str, message: str) -> None:
+    data = small_run().to_dict()
+    data["tool_calls"][0]["result"]["error"] = error
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(data)
+    assert str(info.value) == f"Invalid AgentRun: tool_calls[0].result.{field}: {message}"
+
+
+def test_a_result_of_only_a_status_reads_with_the_defaults() -> None:
+    data = small_run().to_dict()
+    data["tool_calls"][0]["result"] = {"status": "error", "error": {"code": "boom", "message": "m"}}
+    result = AgentRun.from_dict(data).tool_calls[0].result
+    assert (result.call_id, result.tool_name, result.message, result.metadata, result.attempts) == (
+        "",
+        "",
+        None,
+        {},
+        0,
+    )
+    data["tool_calls"][0]["result"] = {"status": "done"}
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(data)
+    assert str(info.value) == "Invalid AgentRun: tool_calls[0].result.status: unknown result status 'done'"
+
+
+def test_entries_read_on_their_own_name_their_fields() -> None:
+    call = {"id": "c1", "name": "t", "arguments": None}
+    for bad, message in [
+        ({}, "Invalid AgentRun: pending.confirmation_id: is missing"),
+        (
+            {"confirmation_id": "x", "call": {"id": "c1"}, "summary": "s"},
+            "Invalid AgentRun: pending.call.name: is missing",
+        ),
+        (
+            {"confirmation_id": "x", "call": 3, "summary": "s"},
+            "Invalid AgentRun: pending.call: expected an object, got int",
+        ),
+        ("nope", "Invalid AgentRun: pending: expected an object, got str"),
+    ]:
+        with pytest.raises(InvalidRunError) as info:
+            PendingConfirmation.from_dict(bad)  # type: ignore[arg-type]
+        assert str(info.value) == message
+    with pytest.raises(InvalidRunError, match=r"^Invalid AgentRun: tool_call.step: is missing$"):
+        ToolCallRecord.from_dict({"call": call, "result": {"status": "ok"}})
+    with pytest.raises(InvalidRunError, match=r"^Invalid AgentRun: tool_call: expected an object, got list$"):
+        ToolCallRecord.from_dict([])  # type: ignore[arg-type]
+
+
+def test_text_that_is_not_an_object_and_the_exact_signature_errors() -> None:
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_json("[]")
+    assert str(info.value) == "Invalid AgentRun: (the run): expected an object, got list"
+    with pytest.raises(RunSignatureError) as info:
+        AgentRun.from_json(small_run().to_json(), signing_key=KEY)
+    assert str(info.value) == (
+        "Invalid AgentRun: the run is not signed, and a signed one is required; it cannot be trusted."
+    )
+    with pytest.raises(RunSignatureError) as info:
+        AgentRun.from_json(small_run().to_json(signing_key=KEY), signing_key=b"o" * 16)
+    assert str(info.value) == (
+        "Invalid AgentRun: the signature does not match: the run was changed after it was signed, or signed "
+        "with another key. Nothing of it can be trusted; start a new run."
+    )
+    with pytest.raises(ValueError, match=r"^A signing key must be at least 16 bytes\.$"):
+        small_run().to_json(signing_key=b"")
+
+
+def test_a_signed_run_is_written_as_utf8_and_lone_surrogates_in_state_still_verify() -> None:
+    run = small_run()
+    signed = run.to_json(signing_key=KEY)
+    assert "ünï" in signed and "\\u00fc" not in signed
+    run.state = {"odd": "\ud800 half a pair"}  # JSON text can carry it (as \ud800); the signature must too
+    signed = run.to_json(signing_key=KEY)
+    assert AgentRun.from_json(signed, signing_key=KEY).state == {"odd": "\ud800 half a pair"}
+
+
+def test_the_state_error_says_where_handles_belong() -> None:
+    run = small_run()
+    run.state = {"client": object()}
+    with pytest.raises(TypeError, match=r"Keep handles and clients in ToolContext\.deps, not in state\.$"):
+        run.to_json()
