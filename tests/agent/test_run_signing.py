@@ -295,3 +295,58 @@ def test_the_state_error_says_where_handles_belong() -> None:
     run.state = {"client": object()}
     with pytest.raises(TypeError, match=r"Keep handles and clients in ToolContext\.deps, not in state\.$"):
         run.to_json()
+
+
+def test_top_level_fields_and_messages_of_the_wrong_shape_are_named_exactly() -> None:
+    data = small_run().to_dict()
+    data["messages"] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "name": "t", "arguments": None}]},
+    ]
+    assert AgentRun.from_dict(data).messages[1].to_dict()["tool_calls"][0]["name"] == "t"
+    no_calls = dict(data, messages=[{"role": "assistant", "content": "done"}])  # tool_calls may be left out
+    assert AgentRun.from_dict(no_calls).messages[0].to_dict()["content"] == "done"
+    cases: list[tuple[Any, str]] = [
+        (dict(data, mode=1), "Invalid AgentRun: mode: expected a string, got int"),
+        (dict(data, mode="auto"), "Invalid AgentRun: mode: unknown mode 'auto'"),
+        (dict(data, state=[]), "Invalid AgentRun: state: expected an object or null, got list"),
+        (
+            dict(data, schema_version=2),
+            "Invalid AgentRun: schema_version: cannot read schema version 2 (expected 1)",
+        ),
+        (
+            dict(data, messages=[{"role": "assistant", "tool_calls": {}}]),
+            "Invalid AgentRun: messages[0].tool_calls: expected an array or null, got dict",
+        ),
+        (
+            dict(data, messages=[{"role": "assistant", "tool_calls": [3]}]),
+            "Invalid AgentRun: messages[0].tool_calls[0]: expected an object, got int",
+        ),
+        ([], "Invalid AgentRun: (the run): expected an object, got list"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(InvalidRunError) as info:
+            AgentRun.from_dict(bad)
+        assert str(info.value) == message
+    data["tool_calls"][0]["result"] = 3
+    with pytest.raises(
+        InvalidRunError, match=r"^Invalid AgentRun: tool_calls\[0\]\.result: expected an object"
+    ):
+        AgentRun.from_dict(data)
+
+
+def test_errors_from_the_message_and_usage_readers_keep_their_text() -> None:
+    data = small_run().to_dict()
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(dict(data, messages=[{"role": "robot", "content": "x"}]))
+    assert info.value.field == "messages[0]" and "robot" in str(info.value)
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(dict(data, usage={"input_tokens": "many"}))
+    assert info.value.field == "usage" and str(info.value) != "Invalid AgentRun: usage: None"
+    assert "None" not in str(info.value).removeprefix("Invalid AgentRun: usage: ")[:4]
+
+
+def test_a_planner_run_reads_back_as_a_planner_run() -> None:
+    run = small_run()
+    run.mode = "planner"
+    assert AgentRun.from_json(run.to_json()).mode == "planner"
