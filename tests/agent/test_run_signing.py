@@ -339,11 +339,10 @@ def test_errors_from_the_message_and_usage_readers_keep_their_text() -> None:
     data = small_run().to_dict()
     with pytest.raises(InvalidRunError) as info:
         AgentRun.from_dict(dict(data, messages=[{"role": "robot", "content": "x"}]))
-    assert info.value.field == "messages[0]" and "robot" in str(info.value)
+    assert info.value.field == "messages[0]" and "unknown role 'robot'" in str(info.value)
     with pytest.raises(InvalidRunError) as info:
         AgentRun.from_dict(dict(data, usage={"input_tokens": "many"}))
-    assert info.value.field == "usage" and str(info.value) != "Invalid AgentRun: usage: None"
-    assert "None" not in str(info.value).removeprefix("Invalid AgentRun: usage: ")[:4]
+    assert info.value.field == "usage" and "invalid literal for int()" in str(info.value)
 
 
 def test_a_planner_run_reads_back_as_a_planner_run() -> None:
