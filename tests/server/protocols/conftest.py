@@ -1,61 +1,90 @@
-"""An agent with a harmless tool and a destructive one, scripted, for the protocol adapters' tests."""
+"""Service event sequences, as `toolrun.server`'s chat service yields them, for the adapters' tests."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
+from toolrun.server._events import (
+    ConfirmationRequired,
+    RunError,
+    RunFinished,
+    RunStarted,
+    ServiceEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 
-from toolrun import Agent, ToolContext, ToolRegistry, tool
-from toolrun.agent import AgentEvent
-from toolrun.models import ScriptedModel
-from toolrun.tools import ToolCall
-
-CTX = ToolContext(user_id="u1", roles=("member",))
-
-
-class Kit:
-    def __init__(self) -> None:
-        self.runs = {"add_task": 0, "delete_task": 0}
-
-        @tool
-        def add_task(title: str) -> dict[str, Any]:
-            """Add a task."""
-            self.runs["add_task"] += 1
-            return {"id": "t1", "title": title}
-
-        @tool(destructive=True)
-        def delete_task(task_id: str) -> dict[str, Any]:
-            """Delete a task permanently."""
-            self.runs["delete_task"] += 1
-            return {"deleted": task_id}
-
-        self.registry = ToolRegistry([add_task, delete_task])
-
-    def agent(self, script: list[Any]) -> Agent:
-        return Agent(ScriptedModel(script), self.registry)
+PENDING = {
+    "confirmation_id": "conf_1",
+    "tool": "delete_task",
+    "arguments": {"task_id": "t0"},
+    "summary": "delete_task(task_id='t0')",
+    "expires_at": "2030-01-01T00:00:00Z",
+    "run_id": "r1",
+    "conversation_id": "c1",
+}
 
 
-@pytest.fixture
-def kit() -> Kit:
-    return Kit()
-
-
-def add_then_delete() -> list[Any]:
-    """One turn with two calls (the second needs approval), then the answer."""
+def paused_run() -> list[ServiceEvent]:
+    """One turn with two calls announced before their results (the second needs approval)."""
     return [
-        [
-            ToolCall(id="c_add", name="add_task", arguments={"title": "Buy milk"}),
-            ToolCall(id="c_del", name="delete_task", arguments={"task_id": "t0"}),
-        ],
-        "Added t1 and deleted t0.",
+        RunStarted(run_id="r1", conversation_id="c1", model="demo", demo=True),
+        ToolCallStarted(run_id="r1", call_id="c_add", tool="create_task", arguments={"title": "Buy milk"}),
+        ToolCallStarted(run_id="r1", call_id="c_del", tool="delete_task", arguments={"task_id": "t0"}),
+        ToolCallFinished(
+            run_id="r1", call_id="c_add", tool="create_task", status="ok",
+            result={"id": "t1", "title": "Buy milk"}, error=None, duration_ms=1.5,
+        ),
+        ToolCallFinished(
+            run_id="r1", call_id="c_del", tool="delete_task", status="confirmation_required",
+            result=None, error=None, duration_ms=0.2,
+        ),
+        ConfirmationRequired(run_id="r1", pending=dict(PENDING)),
+        RunFinished(
+            run_id="r1",
+            response={"conversation_id": "c1", "run_id": "r1", "status": "awaiting_confirmation",
+                      "output": None, "messages": [], "pending": [dict(PENDING)]},
+        ),
+    ]  # fmt: skip
+
+
+def resumed_run(*, approved: bool) -> list[ServiceEvent]:
+    """The same run after the decision: only the held call's result, then the answer."""
+    if approved:
+        finished = ToolCallFinished(
+            run_id="r1", call_id="c_del", tool="delete_task", status="ok",
+            result={"deleted": "t0"}, error=None, duration_ms=3.0,
+        )  # fmt: skip
+        answer = "Added t1 and deleted t0."
+    else:
+        error = {"code": "CONFIRMATION_DENIED", "message": "The user declined.", "retryable": False,
+                 "recover_action": None, "details": {"reason": "denied"}}  # fmt: skip
+        finished = ToolCallFinished(
+            run_id="r1", call_id="c_del", tool="delete_task", status="error",
+            result=None, error=error, duration_ms=0.1,
+        )  # fmt: skip
+        answer = "I did not delete t0."
+    return [
+        RunStarted(run_id="r1", conversation_id="c1", model="demo", demo=True, resumed=True),
+        finished,
+        TextDelta(run_id="r1", message_id="m1", text=answer[:5]),
+        TextDelta(run_id="r1", message_id="m1", text=answer[5:]),
+        RunFinished(
+            run_id="r1",
+            response={"conversation_id": "c1", "run_id": "r1", "status": "completed", "output": answer,
+                      "messages": [], "pending": []},
+        ),
+    ]  # fmt: skip
+
+
+def failed_run() -> list[ServiceEvent]:
+    return [
+        RunStarted(run_id="r2", conversation_id="c1", model="demo", demo=True),
+        TextDelta(run_id="r2", message_id="m2", text="Let me"),
+        RunError(run_id="r2", code="INTERNAL", message="The database went away."),
     ]
-
-
-async def collect(events: AsyncIterator[AgentEvent]) -> list[AgentEvent]:
-    return [e async for e in events]
 
 
 def sse_data(frames: list[str]) -> list[Any]:

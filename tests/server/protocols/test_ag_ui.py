@@ -1,78 +1,86 @@
-"""The AG-UI adapter over real agent runs: event order, one tool call at a time, interrupt and resume."""
+"""The AG-UI adapter over the service's events: order, one tool call at a time, interrupt and resume."""
 
 from __future__ import annotations
 
 import pytest
-from ag_ui.core import ResumeEntry, RunAgentInput, UserMessage
+from ag_ui.core import ResumeEntry, RunAgentInput
 
 from toolrun.server.protocols.ag_ui import AGUIEncoder, DecisionError, last_user_message, read_resume
 
-from .conftest import CTX, Kit, add_then_delete, collect, sse_data
+from .conftest import failed_run, paused_run, resumed_run, sse_data
 
 
 def encode(encoder: AGUIEncoder, events: list) -> list[dict]:
-    frames = [encoder.run_started()]
+    frames: list[str] = []
     for event in events:
         frames.extend(encoder.feed(event))
     return sse_data(frames)
 
 
-async def test_run_pauses_with_an_interrupt_then_resume_emits_only_the_result(kit: Kit) -> None:
-    agent = kit.agent(add_then_delete())
-    events = await collect(agent.stream("add and delete", context=CTX))
-    run = events[-1].run  # type: ignore[union-attr]
-    assert run.status == "awaiting_confirmation"
-
-    first = encode(
-        AGUIEncoder(thread_id="th", run_id="r1", expires_at=lambda _: "2030-01-01T00:00:00Z"), events
-    )
-    types = [e["type"] for e in first]
-    assert types == [
+def test_paused_run_ends_with_an_interrupt_and_calls_never_interleave() -> None:
+    out = encode(AGUIEncoder(thread_id="th", run_id="client-run-1"), paused_run())
+    assert [e["type"] for e in out] == [
         "RUN_STARTED",
-        "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",  # add: one at a time
+        "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",  # create: whole, first
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",  # delete: no result, it waits
         "RUN_FINISHED",
     ]  # fmt: skip
-    assert first[0]["protocolVersion"] == "1.0"
-    assert first[1]["toolCallId"] == "c_add" and first[5]["toolCallId"] == "c_del"
-    assert first[6]["delta"] == '{"task_id": "t0"}'
-    outcome = first[-1]["outcome"]
+    assert out[0]["protocolVersion"] == "1.0" and out[0]["threadId"] == "th"
+    assert out[0]["runId"] == out[-1]["runId"] == "client-run-1"
+    assert [out[1]["toolCallId"], out[5]["toolCallId"]] == ["c_add", "c_del"]
+    assert out[6]["delta"] == '{"task_id": "t0"}'
+    assert '"title": "Buy milk"' in out[4]["content"]
+    outcome = out[-1]["outcome"]
     assert outcome["type"] == "interrupt"
-    (interrupt,) = outcome["interrupts"]
-    assert interrupt["id"] == run.pending[0].confirmation_id
-    assert interrupt["reason"] == "tool_call"
-    assert interrupt["toolCallId"] == "c_del"
-    assert interrupt["expiresAt"] == "2030-01-01T00:00:00Z"
-    assert interrupt["responseSchema"]["properties"]["approved"]["type"] == "boolean"
-    assert interrupt["metadata"] == {"tool": "delete_task", "arguments": {"task_id": "t0"}}
-    assert kit.runs == {"add_task": 1, "delete_task": 0}
+    assert outcome["interrupts"] == [
+        {
+            "id": "conf_1",
+            "reason": "tool_call",
+            "message": "delete_task(task_id='t0')",
+            "toolCallId": "c_del",
+            "responseSchema": {
+                "type": "object",
+                "properties": {
+                    "approved": {"type": "boolean", "description": "true runs the call, false refuses it"}
+                },
+                "required": ["approved"],
+                "additionalProperties": False,
+            },
+            "expiresAt": "2030-01-01T00:00:00Z",
+            "metadata": {"tool": "delete_task", "arguments": {"task_id": "t0"}},
+        }
+    ]
 
-    resumed = await collect(agent.stream_resume(run, {interrupt["id"]: True}, context=CTX))
-    second = encode(AGUIEncoder(thread_id="th", run_id="r2"), resumed)
-    types = [e["type"] for e in second]
-    assert types == [
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_resumed_run_emits_only_the_held_calls_result_then_the_answer(approved: bool) -> None:
+    out = encode(AGUIEncoder(thread_id="th", run_id="client-run-2"), resumed_run(approved=approved))
+    assert [e["type"] for e in out] == [
         "RUN_STARTED", "TOOL_CALL_RESULT",
-        "TEXT_MESSAGE_START",
-        *["TEXT_MESSAGE_CONTENT"] * types.count("TEXT_MESSAGE_CONTENT"),
-        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]  # fmt: skip
-    assert second[1]["toolCallId"] == "c_del"
-    assert '"deleted": "t0"' in second[1]["content"]
-    text = "".join(e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT")
-    assert text == "Added t1 and deleted t0."
-    assert second[-1]["outcome"] == {"type": "success"}
-    assert kit.runs["delete_task"] == 1
+    assert out[1]["toolCallId"] == "c_del"
+    assert ('"deleted": "t0"' in out[1]["content"]) is approved
+    assert ("CONFIRMATION_DENIED" in out[1]["content"]) is not approved
+    assert out[-1]["outcome"] == {"type": "success"}
 
 
-async def test_failed_run_ends_with_run_error_and_nothing_after(kit: Kit) -> None:
-    agent = kit.agent([RuntimeError("provider down")])
-    events = await collect(agent.stream("hi", context=CTX))
+def test_service_failure_ends_with_run_error_and_nothing_after() -> None:
     encoder = AGUIEncoder(thread_id="th", run_id="r")
-    out = encode(encoder, events)
+    out = encode(encoder, failed_run())
+    assert [e["type"] for e in out] == [
+        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_ERROR",
+    ]  # fmt: skip
+    assert out[-1]["code"] == "INTERNAL"
+    assert encoder.feed(paused_run()[-1]) == [] and encoder.run_error("again") == []
+
+
+def test_a_refusal_before_any_event_is_a_well_formed_run() -> None:
+    out = sse_data(
+        AGUIEncoder(thread_id="th", run_id="r").run_error("Answer the open interrupt first.", "BUSY")
+    )
     assert [e["type"] for e in out] == ["RUN_STARTED", "RUN_ERROR"]
-    assert out[-1]["code"] == "failed"
-    assert encoder.feed(events[-1]) == [] and encoder.run_error("again") == []
 
 
 def test_read_resume_is_strict() -> None:
@@ -83,9 +91,8 @@ def test_read_resume_is_strict() -> None:
     for payload in ({"approved": "true"}, {"approved": 1}, {"approved": None}, {}, None, "yes"):
         with pytest.raises(DecisionError):
             read_resume([ResumeEntry(interrupt_id="a", status="resolved", payload=payload)])
-    twice = [ResumeEntry(interrupt_id="a", status="cancelled")] * 2
     with pytest.raises(DecisionError):
-        read_resume(twice)
+        read_resume([ResumeEntry(interrupt_id="a", status="cancelled")] * 2)
 
 
 def test_last_user_message_only_counts_the_last_one() -> None:
@@ -93,9 +100,14 @@ def test_last_user_message_only_counts_the_last_one() -> None:
         return RunAgentInput.model_validate({"threadId": "t", "runId": "r", "messages": list(messages)})
 
     assert last_user_message(run_input({"id": "m1", "role": "user", "content": "hello"})) == ("m1", "hello")
+    parts = {
+        "id": "m1",
+        "role": "user",
+        "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+    }
+    assert last_user_message(run_input(parts)) == ("m1", "a\nb")
     assistant_last = run_input(
         {"id": "m1", "role": "user", "content": "hello"}, {"id": "m2", "role": "assistant", "content": "hi"}
     )
     assert last_user_message(assistant_last) is None
     assert last_user_message(run_input()) is None
-    assert isinstance(UserMessage(id="x", content="y"), UserMessage)

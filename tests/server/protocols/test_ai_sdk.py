@@ -1,4 +1,4 @@
-"""The AI SDK UI message stream adapter over real agent runs, and the strict reading of its requests."""
+"""The AI SDK UI message stream adapter over the service's events, and the strict reading of requests."""
 
 from __future__ import annotations
 
@@ -6,23 +6,23 @@ import pytest
 
 from toolrun.server.protocols.ai_sdk import AISDKEncoder, DecisionError, read_request
 
-from .conftest import CTX, Kit, add_then_delete, collect, sse_data
+from .conftest import failed_run, paused_run, resumed_run, sse_data
 
 
 def encode(encoder: AISDKEncoder, events: list) -> list:
-    frames = [encoder.start()]
+    frames: list[str] = []
     for event in events:
         frames.extend(encoder.feed(event))
     return sse_data(frames)
 
 
-async def test_approval_request_then_approved_and_denied_continuations(kit: Kit) -> None:
-    agent = kit.agent(add_then_delete())
-    events = await collect(agent.stream("add and delete", context=CTX))
-    run = events[-1].run  # type: ignore[union-attr]
-    parts = encode(AISDKEncoder(message_id="m1"), events)
-    types = [p if p == "[DONE]" else p["type"] for p in parts]
-    assert types == [
+def kinds(parts: list) -> list[str]:
+    return [p if p == "[DONE]" else p["type"] for p in parts]
+
+
+def test_paused_run_asks_for_approval_of_the_held_call() -> None:
+    parts = encode(AISDKEncoder(message_id="m1"), paused_run())
+    assert kinds(parts) == [
         "start",
         "tool-input-start", "tool-input-delta", "tool-input-available",
         "tool-input-start", "tool-input-delta", "tool-input-available",
@@ -32,21 +32,35 @@ async def test_approval_request_then_approved_and_denied_continuations(kit: Kit)
     ]  # fmt: skip
     assert parts[0] == {"type": "start", "messageId": "m1"}
     assert parts[6]["input"] == {"task_id": "t0"}
-    assert parts[7]["output"]["value"] == {"id": "t1", "title": "Buy milk"}
-    approval = parts[8]
-    assert approval == {
-        "type": "tool-approval-request",
-        "approvalId": run.pending[0].confirmation_id,
-        "toolCallId": "c_del",
+    assert parts[7]["output"] == {
+        "status": "ok",
+        "duration_ms": 1.5,
+        "value": {"id": "t1", "title": "Buy milk"},
     }
+    assert parts[8] == {"type": "tool-approval-request", "approvalId": "conf_1", "toolCallId": "c_del"}
     assert parts[9]["finishReason"] == "tool-calls"
 
-    denied = await collect(agent.stream_resume(run, {approval["approvalId"]: False}, context=CTX))
-    parts = encode(AISDKEncoder(), denied)
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_continuation_after_a_decision(approved: bool) -> None:
+    parts = encode(AISDKEncoder(), resumed_run(approved=approved))
     assert parts[0] == {"type": "start"}
-    assert parts[1] == {"type": "tool-output-denied", "toolCallId": "c_del"}
-    assert parts[-2] == {"type": "finish", "finishReason": "stop"} and parts[-1] == "[DONE]"
-    assert kit.runs["delete_task"] == 0
+    if approved:
+        assert parts[1]["type"] == "tool-output-available" and parts[1]["output"]["value"] == {
+            "deleted": "t0"
+        }
+    else:
+        assert parts[1] == {"type": "tool-output-denied", "toolCallId": "c_del"}
+    assert kinds(parts)[2:] == ["text-start", "text-delta", "text-delta", "text-end", "finish", "[DONE]"]
+    assert parts[-2] == {"type": "finish", "finishReason": "stop"}
+
+
+def test_service_failure_ends_with_an_error_part() -> None:
+    encoder = AISDKEncoder(message_id="m2")
+    parts = encode(encoder, failed_run())
+    assert kinds(parts) == ["start", "text-start", "text-delta", "text-end", "error", "finish", "[DONE]"]
+    assert parts[4]["errorText"] == "The database went away."
+    assert encoder.feed(paused_run()[1]) == []
 
 
 def test_read_request_takes_only_the_last_message_and_strict_booleans() -> None:

@@ -1,4 +1,4 @@
-"""AG-UI 1.0 over the agent's events, with the `ag-ui-protocol` package's types and SSE encoder.
+"""AG-UI 1.0 over the service's event stream, with the `ag-ui-protocol` package's types and SSE encoder.
 
 ```
 RUN_STARTED
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ag_ui.core import (
@@ -40,31 +40,32 @@ from ag_ui.core import (
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
+    TextPart,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    UserMessage,
 )
 from ag_ui.encoder import EventEncoder
 
-from toolrun.agent import (
-    AgentEvent,
-    AgentRun,
+from toolrun.server._events import (
     ConfirmationRequired,
+    RunError,
     RunFinished,
+    RunStarted,
+    ServiceEvent,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
-from toolrun.results import ToolResult
 from toolrun.server.protocols._common import (
+    CallTracker,
     DecisionError,
-    call_arguments,
-    call_arguments_text,
+    arguments_text,
     result_payload,
     strict_decision,
 )
-from toolrun.tools import ToolCall
 
 __all__ = [
     "APPROVAL_SCHEMA",
@@ -82,7 +83,7 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 """What an interrupt of reason `tool_call` expects back in `ResumeEntry.payload`."""
 
-_FINAL_ERRORS = {"failed", "max_steps", "deadline_exceeded", "budget_exceeded"}
+_ANSWERED = {"completed", "needs_user_input"}
 
 
 def _now_ms() -> int:
@@ -123,44 +124,38 @@ def last_user_message(run_input: RunAgentInput) -> tuple[str, str] | None:
     message = run_input.messages[-1]
     if getattr(message, "role", None) != "user":
         return None
+    if not isinstance(message, UserMessage):
+        return None
     content = message.content
     if isinstance(content, str):
-        text = content
-    else:
-        text = "\n".join(str(getattr(part, "text", "")) for part in content if getattr(part, "text", None))
-    return message.id, text
+        return message.id, content
+    texts = [part.text for part in content if isinstance(part, TextPart)]
+    return message.id, "\n".join(texts)
 
 
 class AGUIEncoder:
-    """Turns one run's agent events into AG-UI SSE frames (`str`, ready to send).
+    """Turns one run's service events into AG-UI SSE frames (`str`, ready to send).
 
     Args:
-        thread_id: The conversation.
-        run_id: This run (the client's `runId`).
+        thread_id: The client's thread (the conversation).
+        run_id: The client's `runId` for this run.
         run_input: The request, echoed on `RUN_STARTED` (messages left out: the server's history counts).
-        expires_at: Looks up when a pending confirmation expires (ISO 8601), from the server's record.
     """
 
     media_type = "text/event-stream"
 
-    def __init__(
-        self,
-        *,
-        thread_id: str,
-        run_id: str,
-        run_input: RunAgentInput | None = None,
-        expires_at: Callable[[str], str | None] | None = None,
-    ) -> None:
+    def __init__(self, *, thread_id: str, run_id: str, run_input: RunAgentInput | None = None) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
         self._input = run_input
-        self._expires_at = expires_at
         self._encoder = EventEncoder()
+        self._started = False
         self._text_id: str | None = None
-        self._queue: list[ToolCall] = []
+        self._queue: list[ToolCallStarted] = []
         self._current: str | None = None
         self._announced: set[str] = set()
-        self._results: dict[str, ToolResult] = {}
+        self._results: dict[str, ToolCallFinished] = {}
+        self._calls = CallTracker()
         self._wrote_text = False
         self.finished = False
 
@@ -171,42 +166,56 @@ class AGUIEncoder:
             event.timestamp = _now_ms()
         return self._encoder.encode(event)
 
-    def run_started(self) -> str:
-        """The first frame of every run."""
+    def run_started(self) -> list[str]:
+        """`RUN_STARTED`, once: the first frame of every run."""
+        if self._started:
+            return []
+        self._started = True
         echo = None
         if self._input is not None:
             echo = self._input.model_copy(update={"messages": []})
-        return self._encode(
-            RunStartedEvent(
-                thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION, input=echo
+        return [
+            self._encode(
+                RunStartedEvent(
+                    thread_id=self.thread_id,
+                    run_id=self.run_id,
+                    protocol_version=PROTOCOL_VERSION,
+                    input=echo,
+                )
             )
-        )
+        ]
 
     def run_error(self, message: str, code: str | None = None) -> list[str]:
         """End the run with `RUN_ERROR` (closing an open text message first); nothing may follow."""
         if self.finished:
             return []
-        frames = self._close_text()
+        frames = [*self.run_started(), *self._close_text()]
         self.finished = True
         frames.append(self._encode(RunErrorEvent(message=message, code=code)))
         return frames
 
-    def feed(self, event: AgentEvent) -> list[str]:
-        """The frames for one agent event (often none or several)."""
+    def feed(self, event: ServiceEvent) -> list[str]:
+        """The frames for one service event (often none or several)."""
         if self.finished:
             return []
+        if isinstance(event, RunStarted):
+            return self.run_started()
+        frames = self.run_started()
         if isinstance(event, TextDelta):
-            return self._text(event.text)
-        if isinstance(event, ToolCallStarted):
-            self._queue.append(event.call)
-            return self._pump()
-        if isinstance(event, ToolCallFinished):
-            return self._finished(event.call, event.result)
-        if isinstance(event, ConfirmationRequired):
-            return []  # the interrupt goes on RUN_FINISHED, built from the run's pending list
-        if isinstance(event, RunFinished):
-            return self._run_finished(event.run)
-        return []
+            frames.extend(self._text(event.text))
+        elif isinstance(event, ToolCallStarted):
+            self._queue.append(event)
+            frames.extend(self._pump())
+        elif isinstance(event, ToolCallFinished):
+            self._calls.finished(event)
+            frames.extend(self._finished(event))
+        elif isinstance(event, ConfirmationRequired):
+            self._calls.confirmation(event)  # the interrupt itself goes on RUN_FINISHED
+        elif isinstance(event, RunFinished):
+            frames.extend(self._run_finished(event.response))
+        elif isinstance(event, RunError):
+            frames.extend(self.run_error(event.message, event.code))
+        return frames
 
     # ------------------------------------------------------------------------------------------------
 
@@ -237,75 +246,60 @@ class AGUIEncoder:
                 if result is None:
                     return frames
                 if result.status != "confirmation_required":
-                    frames.append(self._result(self._current, result))
+                    frames.append(self._result(result))
                 self._current = None
             if not self._queue:
                 return frames
             call = self._queue.pop(0)
             frames.extend(self._close_text())
-            frames.extend(self._announce(call))
-            self._current = call.id
+            self._announced.add(call.call_id)
+            frames += [
+                self._encode(ToolCallStartEvent(tool_call_id=call.call_id, tool_call_name=call.tool)),
+                self._encode(
+                    ToolCallArgsEvent(tool_call_id=call.call_id, delta=arguments_text(call.arguments))
+                ),
+                self._encode(ToolCallEndEvent(tool_call_id=call.call_id)),
+            ]
+            self._current = call.call_id
 
-    def _announce(self, call: ToolCall) -> list[str]:
-        self._announced.add(call.id)
-        return [
-            self._encode(ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name)),
-            self._encode(ToolCallArgsEvent(tool_call_id=call.id, delta=call_arguments_text(call))),
-            self._encode(ToolCallEndEvent(tool_call_id=call.id)),
-        ]
-
-    def _result(self, call_id: str, result: ToolResult) -> str:
+    def _result(self, event: ToolCallFinished) -> str:
         return self._encode(
             ToolCallResultEvent(
-                message_id=f"result_{call_id}",
-                tool_call_id=call_id,
+                message_id=f"result_{event.call_id}",
+                tool_call_id=event.call_id,
                 role="tool",
-                content=json.dumps(result_payload(result), ensure_ascii=False, default=str),
+                content=json.dumps(result_payload(event), ensure_ascii=False, default=str),
             )
         )
 
-    def _finished(self, call: ToolCall, result: ToolResult) -> list[str]:
-        queued = any(c.id == call.id for c in self._queue)
-        if call.id not in self._announced and not queued:
-            # A resumed run: the call was announced by the run that paused; only its result is new.
-            if result.status == "confirmation_required":
+    def _finished(self, event: ToolCallFinished) -> list[str]:
+        queued = any(c.call_id == event.call_id for c in self._queue)
+        if event.call_id not in self._announced and not queued:
+            # A resumed run: the run that paused announced the call; only its result is new here.
+            if event.status == "confirmation_required":
                 return []
-            frames = self._close_text()
-            frames.append(self._result(call.id, result))
-            return frames
-        self._results[call.id] = result
+            return [*self._close_text(), self._result(event)]
+        self._results[event.call_id] = event
         return self._pump()
 
-    def _run_finished(self, run: AgentRun) -> list[str]:
+    def _run_finished(self, response: Mapping[str, Any]) -> list[str]:
         frames = self._pump()
         while self._queue or self._current is not None:  # a call whose result never came: close it
-            if self._current is not None:
-                self._current = None
+            self._current = None
             frames.extend(self._pump())
-        if not self._wrote_text and run.output and run.status in ("completed", "needs_user_input"):
-            frames.extend(self._text(run.output))
+        status = str(response.get("status", "completed"))
+        output = response.get("output")
+        if not self._wrote_text and isinstance(output, str) and output and status in _ANSWERED:
+            frames.extend(self._text(output))
         frames.extend(self._close_text())
-        if run.status in _FINAL_ERRORS:
-            self.finished = True
-            frames.append(self._encode(RunErrorEvent(message=run.error or run.status, code=run.status)))
+        if status not in _ANSWERED and status != "awaiting_confirmation":
+            message = response.get("error") or f"The run stopped: {status}."
+            frames.extend(self.run_error(str(message), status))
             return frames
-        outcome: RunFinishedInterruptOutcome | RunFinishedSuccessOutcome
-        if run.status == "awaiting_confirmation" and run.pending:
-            interrupts = [
-                Interrupt(
-                    id=p.confirmation_id,
-                    reason="tool_call",
-                    message=p.summary,
-                    tool_call_id=p.call.id,
-                    response_schema=APPROVAL_SCHEMA,
-                    expires_at=self._expires_at(p.confirmation_id) if self._expires_at else None,
-                    metadata={"tool": p.call.name, "arguments": call_arguments(p.call)},
-                )
-                for p in run.pending
-            ]
-            outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
-        else:
-            outcome = RunFinishedSuccessOutcome()
+        outcome: RunFinishedInterruptOutcome | RunFinishedSuccessOutcome = RunFinishedSuccessOutcome()
+        pending = [p for p in response.get("pending") or () if isinstance(p, Mapping)]
+        if status == "awaiting_confirmation" and pending:
+            outcome = RunFinishedInterruptOutcome(interrupts=[self._interrupt(p) for p in pending])
         self.finished = True
         frames.append(
             self._encode(
@@ -313,8 +307,21 @@ class AGUIEncoder:
                     thread_id=self.thread_id,
                     run_id=self.run_id,
                     outcome=outcome,
-                    result={"status": run.status} if run.status != "completed" else None,
+                    result={"status": status, "conversation_id": response.get("conversation_id")},
                 )
             )
         )
         return frames
+
+    def _interrupt(self, pending: Mapping[str, Any]) -> Interrupt:
+        confirmation_id = str(pending.get("confirmation_id"))
+        expires = pending.get("expires_at")
+        return Interrupt(
+            id=confirmation_id,
+            reason="tool_call",
+            message=str(pending.get("summary") or f"Run {pending.get('tool')}?"),
+            tool_call_id=self._calls.call_of.get(confirmation_id),
+            response_schema=APPROVAL_SCHEMA,
+            expires_at=str(expires) if expires is not None else None,
+            metadata={"tool": pending.get("tool"), "arguments": pending.get("arguments")},
+        )

@@ -1,4 +1,4 @@
-"""The Vercel AI SDK UI message stream v1 over the agent's events (what `useChat` reads).
+"""The Vercel AI SDK UI message stream v1 over the service's event stream (what `useChat` reads).
 
 ```
 data: {"type":"start"}
@@ -24,19 +24,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolrun.agent import (
-    AgentEvent,
-    AgentRun,
+from toolrun.server._events import (
     ConfirmationRequired,
+    RunError,
     RunFinished,
+    RunStarted,
+    ServiceEvent,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
 from toolrun.server.protocols._common import (
+    CallTracker,
     DecisionError,
-    call_arguments,
-    call_arguments_text,
+    arguments_text,
     is_denied,
     result_payload,
     strict_decision,
@@ -131,7 +132,7 @@ def read_request(body: Any) -> AISDKRequest:
 
 
 class AISDKEncoder:
-    """Turns one run's agent events into UI message stream frames (`str`, ready to send).
+    """Turns one run's service events into UI message stream frames (`str`, ready to send).
 
     Args:
         message_id: The assistant message's id for a new message; `None` continues the client's last
@@ -142,20 +143,25 @@ class AISDKEncoder:
 
     def __init__(self, *, message_id: str | None = None) -> None:
         self.message_id = message_id
+        self._started = False
         self._text_id: str | None = None
         self._wrote_text = False
+        self._calls = CallTracker()
         self.finished = False
 
     @staticmethod
     def _frame(part: dict[str, Any]) -> str:
         return f"data: {json.dumps(part, ensure_ascii=False, default=str)}\n\n"
 
-    def start(self) -> str:
-        """The first frame."""
+    def start(self) -> list[str]:
+        """The `start` part, once."""
+        if self._started:
+            return []
+        self._started = True
         part: dict[str, Any] = {"type": "start"}
         if self.message_id is not None:
             part["messageId"] = self.message_id
-        return self._frame(part)
+        return [self._frame(part)]
 
     def error(self, message: str) -> list[str]:
         """End the stream with an error part (the client shows `errorText`), `finish` and `[DONE]`."""
@@ -163,71 +169,84 @@ class AISDKEncoder:
             return []
         self.finished = True
         return [
+            *self.start(),
             *self._close_text(),
             self._frame({"type": "error", "errorText": message}),
             self._frame({"type": "finish", "finishReason": "error"}),
             DONE,
         ]
 
-    def feed(self, event: AgentEvent) -> list[str]:
-        """The frames for one agent event."""
+    def feed(self, event: ServiceEvent) -> list[str]:
+        """The frames for one service event."""
         if self.finished:
             return []
+        frames = self.start()
+        if isinstance(event, RunStarted):
+            return frames
         if isinstance(event, TextDelta):
-            return self._text(event.text)
-        if isinstance(event, ToolCallStarted):
-            call = event.call
-            return [
-                *self._close_text(),
-                self._frame({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name}),
+            frames.extend(self._text(event.text))
+        elif isinstance(event, ToolCallStarted):
+            frames.extend(self._close_text())
+            frames.append(
+                self._frame({"type": "tool-input-start", "toolCallId": event.call_id, "toolName": event.tool})
+            )
+            frames.append(
                 self._frame(
                     {
                         "type": "tool-input-delta",
-                        "toolCallId": call.id,
-                        "inputTextDelta": call_arguments_text(call),
+                        "toolCallId": event.call_id,
+                        "inputTextDelta": arguments_text(event.arguments),
                     }
-                ),
+                )
+            )
+            frames.append(
                 self._frame(
                     {
                         "type": "tool-input-available",
-                        "toolCallId": call.id,
-                        "toolName": call.name,
-                        "input": call_arguments(call),
+                        "toolCallId": event.call_id,
+                        "toolName": event.tool,
+                        "input": event.arguments,
                     }
-                ),
-            ]
-        if isinstance(event, ToolCallFinished):
-            result, call_id = event.result, event.call.id
-            if result.status == "confirmation_required":
-                return []
-            if is_denied(result):
-                return [self._frame({"type": "tool-output-denied", "toolCallId": call_id})]
-            if result.status == "error":
-                text = result.error.message if result.error is not None else (result.message or "failed")
-                code = str(result.error.code) if result.error is not None else "ERROR"
-                return [
+                )
+            )
+        elif isinstance(event, ToolCallFinished):
+            self._calls.finished(event)
+            frames.extend(self._tool_finished(event))
+        elif isinstance(event, ConfirmationRequired):
+            call_id = self._calls.confirmation(event)
+            if call_id is not None:
+                approval_id = str(event.pending.get("confirmation_id"))
+                frames.append(
                     self._frame(
-                        {"type": "tool-output-error", "toolCallId": call_id, "errorText": f"{code}: {text}"}
+                        {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}
                     )
-                ]
-            return [
-                self._frame(
-                    {"type": "tool-output-available", "toolCallId": call_id, "output": result_payload(result)}
                 )
-            ]
-        if isinstance(event, ConfirmationRequired):
+        elif isinstance(event, RunFinished):
+            frames.extend(self._finish(event.response))
+        elif isinstance(event, RunError):
+            frames.extend(self.error(event.message))
+        return frames
+
+    def _tool_finished(self, event: ToolCallFinished) -> list[str]:
+        if event.status == "confirmation_required":
+            return []
+        if is_denied(event):
+            return [self._frame({"type": "tool-output-denied", "toolCallId": event.call_id})]
+        if event.status == "error":
+            error = event.error or {}
+            text = f"{error.get('code', 'ERROR')}: {error.get('message', 'the tool failed')}"
             return [
-                self._frame(
-                    {
-                        "type": "tool-approval-request",
-                        "approvalId": event.confirmation_id,
-                        "toolCallId": event.call.id,
-                    }
-                )
+                self._frame({"type": "tool-output-error", "toolCallId": event.call_id, "errorText": text})
             ]
-        if isinstance(event, RunFinished):
-            return self._finish(event.run)
-        return []
+        return [
+            self._frame(
+                {
+                    "type": "tool-output-available",
+                    "toolCallId": event.call_id,
+                    "output": result_payload(event),
+                }
+            )
+        ]
 
     def _text(self, delta: str) -> list[str]:
         if not delta:
@@ -247,16 +266,21 @@ class AISDKEncoder:
         self._text_id = None
         return [frame]
 
-    def _finish(self, run: AgentRun) -> list[str]:
+    def _finish(self, response: Mapping[str, Any]) -> list[str]:
+        status = str(response.get("status", "completed"))
+        output = response.get("output")
         frames: list[str] = []
-        if not self._wrote_text and run.output and run.status in ("completed", "needs_user_input"):
-            frames.extend(self._text(run.output))
+        if (
+            not self._wrote_text
+            and isinstance(output, str)
+            and output
+            and status in ("completed", "needs_user_input")
+        ):
+            frames.extend(self._text(output))
         frames.extend(self._close_text())
-        if run.status in ("failed", "max_steps", "budget_exceeded", "deadline_exceeded"):
-            frames.append(self._frame({"type": "error", "errorText": run.error or run.status}))
+        if status not in ("completed", "needs_user_input", "awaiting_confirmation"):
+            frames.append(self._frame({"type": "error", "errorText": str(response.get("error") or status)}))
         self.finished = True
-        frames.append(
-            self._frame({"type": "finish", "finishReason": _FINISH_REASONS.get(run.status, "other")})
-        )
+        frames.append(self._frame({"type": "finish", "finishReason": _FINISH_REASONS.get(status, "other")}))
         frames.append(DONE)
         return frames
