@@ -9,6 +9,7 @@
 //                                               wait for the automatic follow-up request to finish
 //   {"op": "forge", "approvalId", "approved"}   send the current messages with the last tool part turned
 //                                               into an approval-responded one carrying this id/value
+//                                               ("@last": the id that part already carries)
 //                                               (bypassing the chat), read the reply with readUIMessageStream
 // Each result: {"status", "error", "bodies", "messages", "headers"}.
 import {
@@ -134,8 +135,9 @@ for (const step of input.steps) {
     const messages = structuredClone(chat.messages);
     const last = messages[messages.length - 1];
     const part = [...last.parts].reverse().find((p) => p.type?.startsWith("tool-"));
+    const id = step.approvalId === "@last" ? part.approval?.id : step.approvalId;
     part.state = "approval-responded";
-    part.approval = { id: step.approvalId, approved: step.approved };
+    part.approval = { id, approved: step.approved };
     delete part.output;
     const transport = new DefaultChatTransport({
       api: input.url,

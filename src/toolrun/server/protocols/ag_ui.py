@@ -73,6 +73,7 @@ __all__ = [
     "DecisionError",
     "last_user_message",
     "read_resume",
+    "user_texts",
 ]
 
 APPROVAL_SCHEMA: dict[str, Any] = {
@@ -113,24 +114,28 @@ def read_resume(entries: list[ResumeEntry] | None) -> dict[str, bool]:
     return decisions
 
 
+def _text(message: UserMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content if isinstance(part, TextPart))
+
+
+def user_texts(run_input: RunAgentInput) -> list[str]:
+    """The text of every user message the client sent, in order (to compare with the stored ones)."""
+    return [_text(m) for m in run_input.messages if isinstance(m, UserMessage)]
+
+
 def last_user_message(run_input: RunAgentInput) -> tuple[str, str] | None:
     """`(message id, text)` of the input's last message when it is the user's, else `None`.
 
     The client resends the whole conversation every time; only this last message can be new. Everything
     before it is the server's to know (the routes load the stored conversation, never this history).
     """
-    if not run_input.messages:
+    if not run_input.messages or not isinstance(run_input.messages[-1], UserMessage):
         return None
     message = run_input.messages[-1]
-    if getattr(message, "role", None) != "user":
-        return None
-    if not isinstance(message, UserMessage):
-        return None
-    content = message.content
-    if isinstance(content, str):
-        return message.id, content
-    texts = [part.text for part in content if isinstance(part, TextPart)]
-    return message.id, "\n".join(texts)
+    return message.id, _text(message)
 
 
 class AGUIEncoder:

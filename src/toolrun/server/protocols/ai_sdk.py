@@ -77,6 +77,10 @@ class AISDKRequest:
     """Its id."""
     approvals: dict[str, bool] = field(default_factory=dict)
     """`{approval id: approved}` from tool parts in state `approval-responded` of the last message."""
+    user_texts: list[str] = field(default_factory=list)
+    """The text of every user message the client sent (to compare with the stored conversation)."""
+    trigger: str = "submit-message"
+    """`submit-message` or `regenerate-message`."""
 
 
 def _text_of(parts: Any) -> str:
@@ -106,7 +110,11 @@ def read_request(body: Any) -> AISDKRequest:
     last = messages[-1]
     if not isinstance(last, Mapping):
         raise DecisionError("Each message must be an object.")
-    request = AISDKRequest(chat_id=chat_id)
+    trigger = body.get("trigger", "submit-message")
+    request = AISDKRequest(chat_id=chat_id, trigger=trigger if isinstance(trigger, str) else "submit-message")
+    request.user_texts = [
+        _text_of(m.get("parts")) for m in messages if isinstance(m, Mapping) and m.get("role") == "user"
+    ]
     role = last.get("role")
     if role == "user":
         request.user_text = _text_of(last.get("parts"))
