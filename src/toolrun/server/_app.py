@@ -24,7 +24,7 @@ from toolrun.server._service import ChatService
 from toolrun.server._settings import Settings
 from toolrun.server._state import ServerState
 from toolrun.server._users import UserStore
-from toolrun.server.routes import chat, confirmations, conversations, health, tasks, tools
+from toolrun.server.routes import ag_ui, ai_sdk, chat, confirmations, conversations, health, tasks, tools, web
 from toolrun.store.sql import SQLCache, SQLConfirmationStore, SQLRateLimitStore
 from toolrun.tools import Tool
 
@@ -37,6 +37,9 @@ ROUTERS: tuple[APIRouter, ...] = (
     conversations.router,
     tools.router,
     tasks.router,
+    ag_ui.router,
+    ai_sdk.router,
+    web.router,
 )
 """Every router of the service, registered in this order. A new resource: `routes/<resource>.py` with a
 `router`, and one line here."""

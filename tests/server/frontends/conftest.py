@@ -37,18 +37,20 @@ class LiveServer:
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A real uvicorn on 127.0.0.1 (a free port) with the demo model and a fresh SQLite database."""
     directory = tmp_path_factory.mktemp("live")
-    process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("_live_server.py")), str(directory)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    log = directory / "server.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("_live_server.py")), str(directory)],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+    assert process.stdout is not None
     try:
-        assert process.stdout is not None
         line = process.stdout.readline()
         if not line:
-            _, err = process.communicate(timeout=10)
-            pytest.fail(f"the live server did not start:\n{err}")
+            process.wait(timeout=10)
+            pytest.fail(f"the live server did not start:\n{log.read_text()[-3000:]}")
         info = json.loads(line)
         yield LiveServer(url=f"http://127.0.0.1:{info['port']}", alice=info["alice"], bob=info["bob"])
     finally:
@@ -58,6 +60,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        process.stdout.close()
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +71,9 @@ def node_clients() -> Path:
     """
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
-        pytest.fail("Node.js 20+ and npm are required (apt-get install nodejs npm); `make test` installs them.")
+        pytest.fail(
+            "Node.js 20+ and npm are required (apt-get install nodejs npm); `make test` installs them."
+        )
     version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
     if int(version.lstrip("v").split(".")[0]) < 20:
         pytest.fail(f"Node.js 20+ is required, found {version}.")
@@ -86,7 +91,12 @@ def node_clients() -> Path:
 def run_node(js_dir: Path, script: str, payload: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
     """Run one harness script with `payload` on stdin; its JSON report."""
     result = subprocess.run(
-        ["node", script], cwd=js_dir, input=json.dumps(payload), capture_output=True, text=True, timeout=timeout
+        ["node", script],
+        cwd=js_dir,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert result.returncode == 0, f"{script} failed ({result.returncode}):\n{result.stderr[-3000:]}"
     report: dict[str, Any] = json.loads(result.stdout)

@@ -16,7 +16,12 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def agui(
-    live: LiveServer, js: Path, steps: list[dict[str, Any]], *, thread: str | None = None, token: str | None = None
+    live: LiveServer,
+    js: Path,
+    steps: list[dict[str, Any]],
+    *,
+    thread: str | None = None,
+    token: str | None = None,
 ) -> list[dict[str, Any]]:
     payload = {
         "url": f"{live.url}/api/v1/ag-ui",
@@ -48,7 +53,13 @@ def test_a_run_through_interrupt_and_resume_passes_the_clients_verification(
     (add,) = agui(live_server, node_clients, [{"op": "say", "text": "add Water the plants"}])
     task_id = created_id(add)
     assert add["clientError"] is None and add["runError"] is None
-    assert add["types"][:5] == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    assert add["types"][:5] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+    ]
     assert add["types"][-1] == "RUN_FINISHED"
 
     thread = f"thread-{uuid.uuid4().hex[:8]}"
@@ -61,7 +72,13 @@ def test_a_run_through_interrupt_and_resume_passes_the_clients_verification(
     for step in (delete, resume):
         assert step["clientError"] is None, step["clientError"]
         assert step["runError"] is None, step["runError"]
-    assert delete["types"] == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]
+    assert delete["types"] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "RUN_FINISHED",
+    ]
     start = delete["events"][1]
     assert start["toolCallName"] == "delete_task"
     (interrupt,) = delete["interrupts"]
@@ -78,13 +95,20 @@ def test_a_run_through_interrupt_and_resume_passes_the_clients_verification(
 
     # The same answer again (a replay) runs nothing.
     (replay,) = agui(
-        live_server, node_clients, [{"op": "resume_raw", "resume": resume_entry(interrupt["id"], True)}], thread=thread
+        live_server,
+        node_clients,
+        [{"op": "resume_raw", "resume": resume_entry(interrupt["id"], True)}],
+        thread=thread,
     )
     assert replay["types"] == ["RUN_STARTED", "RUN_ERROR"] and replay["runError"]["code"] == "STALE_RESUME"
 
 
-@pytest.mark.parametrize("answer", [{"op": "resume", "approved": False}, {"op": "cancel"}], ids=["deny", "cancel"])
-def test_deny_or_cancel_runs_nothing(live_server: LiveServer, node_clients: Path, answer: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "answer", [{"op": "resume", "approved": False}, {"op": "cancel"}], ids=["deny", "cancel"]
+)
+def test_deny_or_cancel_runs_nothing(
+    live_server: LiveServer, node_clients: Path, answer: dict[str, Any]
+) -> None:
     (add,) = agui(live_server, node_clients, [{"op": "say", "text": "add Keep this one"}])
     task_id = created_id(add)
     delete, decided = agui(live_server, node_clients, [{"op": "say", "text": f"delete {task_id}"}, answer])
@@ -114,16 +138,24 @@ def test_open_interrupt_forged_loose_and_foreign_resumes_run_nothing(
         thread=thread,
     )
     interrupt_id = delete["interrupts"][0]["id"]
-    assert new_input["types"] == ["RUN_STARTED", "RUN_ERROR"] and new_input["runError"]["code"] == "INTERRUPT_OPEN"
+    assert (
+        new_input["types"] == ["RUN_STARTED", "RUN_ERROR"]
+        and new_input["runError"]["code"] == "INTERRUPT_OPEN"
+    )
     assert forged["types"] == ["RUN_STARTED", "RUN_ERROR"] and forged["runError"]["code"] == "STALE_RESUME"
     assert no_payload["runError"]["code"] == "INVALID_RESUME"
 
     # The real id with a string "true", from another thread, or from another user: nothing runs.
     (loose_real,) = agui(
-        live_server, node_clients, [{"op": "resume_raw", "resume": resume_entry(interrupt_id, "true")}], thread=thread
+        live_server,
+        node_clients,
+        [{"op": "resume_raw", "resume": resume_entry(interrupt_id, "true")}],
+        thread=thread,
     )
     assert loose_real["runError"]["code"] == "INVALID_RESUME"
-    (other_thread,) = agui(live_server, node_clients, [{"op": "resume_raw", "resume": resume_entry(interrupt_id, True)}])
+    (other_thread,) = agui(
+        live_server, node_clients, [{"op": "resume_raw", "resume": resume_entry(interrupt_id, True)}]
+    )
     assert other_thread["runError"]["code"] == "STALE_RESUME"
     (bobs,) = agui(
         live_server,

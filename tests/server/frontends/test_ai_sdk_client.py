@@ -14,7 +14,9 @@ from .conftest import LiveServer, run_node
 pytestmark = pytest.mark.timeout(120)
 
 
-def chat(live: LiveServer, js: Path, steps: list[dict[str, Any]], *, chat_id: str | None = None) -> list[dict[str, Any]]:
+def chat(
+    live: LiveServer, js: Path, steps: list[dict[str, Any]], *, chat_id: str | None = None
+) -> list[dict[str, Any]]:
     payload = {
         "url": f"{live.url}/api/v1/ai-sdk",
         "token": live.alice,
@@ -50,7 +52,9 @@ def test_approve_and_deny_round_trips(live_server: LiveServer, node_clients: Pat
     (second,) = chat(live_server, node_clients, [{"op": "say", "text": "add Buy envelopes"}])
     envelopes = created_id(second)
 
-    approve_flow = chat(live_server, node_clients, [{"op": "say", "text": f"delete {stamps}"}, {"op": "approve"}])
+    approve_flow = chat(
+        live_server, node_clients, [{"op": "say", "text": f"delete {stamps}"}, {"op": "approve"}]
+    )
     asked, approved = approve_flow
     (part,) = tool_parts(asked)
     assert part["type"] == "tool-delete_task" and part["state"] == "approval-requested"
@@ -60,7 +64,9 @@ def test_approve_and_deny_round_trips(live_server: LiveServer, node_clients: Pat
     assert done["state"] == "output-available" and done["approval"]["approved"] is True
     assert stamps not in task_ids(live_server)
 
-    asked, denied = chat(live_server, node_clients, [{"op": "say", "text": f"delete {envelopes}"}, {"op": "deny"}])
+    asked, denied = chat(
+        live_server, node_clients, [{"op": "say", "text": f"delete {envelopes}"}, {"op": "deny"}]
+    )
     assert denied["status"] == "ready" and denied["error"] is None
     (refused,) = tool_parts(denied)
     assert refused["state"] == "output-denied"

@@ -48,7 +48,9 @@ class Thread:
     def is_resend(self, client_user_texts: list[str]) -> bool:
         """Whether the client's last user message is the last one this conversation already answered."""
         stored = self.user_texts()
-        return bool(stored) and len(client_user_texts) <= len(stored) and client_user_texts[-1:] == stored[-1:]
+        return (
+            bool(stored) and len(client_user_texts) <= len(stored) and client_user_texts[-1:] == stored[-1:]
+        )
 
 
 def _derived_id(user_id: str, thread_id: str) -> str:
@@ -81,7 +83,11 @@ async def open_thread(chat: ChatService, user: Principal, thread: Thread, first_
         async with chat.engine.begin() as conn:
             await conn.execute(
                 sa.insert(_db.conversations).values(
-                    id=thread.conversation_id, user_id=user.user_id, title=title, created_at=now, updated_at=now
+                    id=thread.conversation_id,
+                    user_id=user.user_id,
+                    title=title,
+                    created_at=now,
+                    updated_at=now,
                 )
             )
     except IntegrityError:

@@ -38,7 +38,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1", tags=["ag-ui"], responses=PROBLEM_RESPONSES)
 
-_STREAM = {
+_STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "AG-UI 1.0 events as server-sent events (see docs/frontends.md).",
         "content": {"text/event-stream": {}},
@@ -143,4 +143,3 @@ async def _run(
     async for event in handle:
         for frame in encoder.feed(event):
             yield frame
-

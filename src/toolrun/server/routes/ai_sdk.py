@@ -1,4 +1,4 @@
-"""`POST /api/v1/ai-sdk`: the Vercel AI SDK UI message stream v1 (what `useChat` speaks) over the chat service.
+"""`POST /api/v1/ai-sdk`: the Vercel AI SDK UI message stream v1 (what `useChat` reads) over the service.
 
 `useChat({transport: new DefaultChatTransport({api: "/api/v1/ai-sdk", headers: {Authorization}})})` with
 `sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses` works unmodified, approvals
@@ -31,7 +31,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1", tags=["ai-sdk"], responses=PROBLEM_RESPONSES)
 
-_STREAM = {
+_STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "A UI message stream v1 (server-sent events; see docs/frontends.md).",
         "content": {"text/event-stream": {}},
@@ -57,7 +57,9 @@ async def ai_sdk_chat(request: Request, user: CurrentUser, chat: Chat) -> Any:
     )
 
 
-async def _frames(chat: ChatService, user: Principal, parsed: AISDKRequest, encoder: AISDKEncoder) -> AsyncIterator[str]:
+async def _frames(
+    chat: ChatService, user: Principal, parsed: AISDKRequest, encoder: AISDKEncoder
+) -> AsyncIterator[str]:
     try:
         async for frame in _run(chat, user, parsed, encoder):
             yield frame
@@ -66,9 +68,13 @@ async def _frames(chat: ChatService, user: Principal, parsed: AISDKRequest, enco
             yield frame
 
 
-async def _run(chat: ChatService, user: Principal, parsed: AISDKRequest, encoder: AISDKEncoder) -> AsyncIterator[str]:
+async def _run(
+    chat: ChatService, user: Principal, parsed: AISDKRequest, encoder: AISDKEncoder
+) -> AsyncIterator[str]:
     if parsed.trigger != "submit-message":
-        for frame in encoder.error("Only submit-message is supported; regenerating an answer is not. Nothing ran."):
+        for frame in encoder.error(
+            "Only submit-message is supported; regenerating an answer is not. Nothing ran."
+        ):
             yield frame
         return
     thread = await find_thread(chat, user, parsed.chat_id or secrets.token_hex(10))

@@ -40,6 +40,7 @@ _STATIC = {
     "api.js": "text/javascript; charset=utf-8",
     "view.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 

@@ -139,7 +139,12 @@ async function openConversation(id) {
         } catch {
           // plain text result
         }
-        card.finish(m.is_error ? { status: "error", error: { code: "ERROR", message: m.content } } : { status: "ok", result: value });
+        if (m.is_error) {
+          const found = /^Error ([A-Z_]+): ([^\n]*)/.exec(m.content);
+          card.finish({ status: "error", error: { code: found ? found[1] : "ERROR", message: found ? found[2] : m.content } });
+        } else {
+          card.finish({ status: "ok", result: value });
+        }
       }
     }
   }

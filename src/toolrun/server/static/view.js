@@ -54,7 +54,8 @@ export function toolCard(callId, tool, args) {
     "li",
     { class: "card tool", "data-call-id": callId, "data-tool": tool },
     el("div", { class: "card-head" }, el("span", { class: "tool-name", text: tool }), status, duration),
-    el("details", { class: "args" }, el("summary", { text: "Arguments" }), el("pre", { text: pretty(args) })),
+    el("p", { class: "args-label", text: "Arguments" }),
+    el("pre", { class: "args", text: pretty(args) }),
     result,
   );
   return {
