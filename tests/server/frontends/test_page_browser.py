@@ -91,7 +91,7 @@ class Page:
             "return [...document.querySelectorAll('#task-list .task')]"
             ".map(e => [e.querySelector('.task-title').textContent, e.dataset.taskId])"
         )
-        return {title: task_id for title, task_id in pairs}
+        return dict(pairs)
 
     def task_titles(self) -> list[str]:
         return list(self.tasks())
@@ -102,7 +102,9 @@ class Page:
         return tasks[title]
 
     def user_messages(self) -> list[str]:
-        return list(self.js("return [...document.querySelectorAll('.msg.user .body')].map(e => e.textContent)"))
+        return list(
+            self.js("return [...document.querySelectorAll('.msg.user .body')].map(e => e.textContent)")
+        )
 
     def open_confirmation(self) -> Any:
         cards = self.wait(
