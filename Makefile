@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test install lint typecheck unit bench clean frontend-clients
+.PHONY: test install lint typecheck unit bench clean serve frontend-clients
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,6 +48,13 @@ bench: $(STAMP)
 	$(BIN)/python bench/registry.py
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/agent.py
+
+# The task assistant on http://127.0.0.1:8000 (SQLite in ./toolrun.db; user "demo" and its sign-in link
+# on first run). Settings: TOOLRUN_* in the environment or .env (docs/service.md).
+serve: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[server]'
+	$(BIN)/toolrun db upgrade
+	$(BIN)/toolrun serve --host 127.0.0.1 --port 8000 --demo-user demo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

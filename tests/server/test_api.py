@@ -1,4 +1,4 @@
-"""The HTTP API over ASGI: chat, confirmations, conversations, tasks, tools, errors, isolation between users."""
+"""The HTTP API over ASGI: chat, confirmations, conversations, tasks, tools, errors, isolation of users."""
 
 from __future__ import annotations
 

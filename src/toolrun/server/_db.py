@@ -137,8 +137,9 @@ def create_engine(url: str, **options: Any) -> AsyncEngine:
             cursor.close()
 
         return engine
-    options.setdefault("pool_size", 10)
-    options.setdefault("max_overflow", 20)
+    if "poolclass" not in options:
+        options.setdefault("pool_size", 10)
+        options.setdefault("max_overflow", 20)
     options.setdefault("pool_pre_ping", True)
     return create_async_engine(url, **options)
 

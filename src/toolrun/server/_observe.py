@@ -28,6 +28,12 @@ logger = logging.getLogger("toolrun.server")
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime", "taskName"}
 
 
+def _content_free(record: logging.LogRecord) -> bool:
+    """Libraries log SQL parameters, request bodies and stream chunks at DEBUG/INFO (aiosqlite, sqlalchemy,
+    sse_starlette, httpx, ...): user content. Only toolrun's and uvicorn's own records pass below WARNING."""
+    return record.levelno >= logging.WARNING or record.name.startswith(("toolrun", "uvicorn"))
+
+
 class JSONFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, and the fields passed in `extra`.
 
@@ -54,6 +60,7 @@ def configure_logging(level: str = "INFO") -> None:
     """Send every log record to stderr as JSON lines (the CLI calls this; tests install their own)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JSONFormatter())
+    handler.addFilter(_content_free)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
