@@ -24,7 +24,7 @@ from toolrun.server._errors import ServiceError
 from toolrun.server._service import ChatService
 from toolrun.server._users import Principal
 
-__all__ = ["Thread", "find_thread", "open_thread"]
+__all__ = ["Thread", "check_text", "find_thread", "open_thread"]
 
 MAX_TEXT = 32_000
 
