@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 __all__ = ["app", "main"]
 
@@ -258,7 +258,8 @@ def _registry() -> Any:
 @tools_app.command("list")
 def tools_list() -> None:
     """The tools the service serves, with their policies."""
-    table = Table("tool", "confirmation", "read-only", "idempotent", "description")
+    table = Table("confirmation", "read-only", "idempotent", "description")
+    table.columns.insert(0, Column("tool", no_wrap=True))
     for tool in _registry().tools():
         o = tool.options
         table.add_row(

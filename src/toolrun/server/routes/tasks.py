@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 
 from toolrun.apps.tasks import TaskQuery
-from toolrun.apps.tasks import parse_eta as _parse_eta
-from toolrun.results import ToolError
-from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError
+from toolrun.apps.tasks._store import iso
+from toolrun.server._errors import PROBLEM_RESPONSES
 from toolrun.server.deps import CurrentUser, State
 from toolrun.server.schemas import TaskList
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"], responses=PROBLEM_RESPONSES)
 
 
-def _date(value: str | None, name: str) -> str | None:
+def _date(value: datetime | date | None) -> str | None:
     if value is None:
         return None
-    try:
-        return _parse_eta(value, field=name)
-    except ToolError as exc:
-        raise ServiceError(422, "invalid_request", f"query.{name}: {exc.message}") from None
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, datetime.min.time(), tzinfo=UTC)
+    return iso(value)
 
 
 @router.get("/tasks", response_model=TaskList)
@@ -31,8 +30,8 @@ async def list_tasks(
     state: State,
     status: Literal["pending", "in_progress", "done"] | None = None,
     priority: Literal["low", "medium", "high", "critical"] | None = None,
-    due_before: str | None = Query(default=None, max_length=40),
-    due_after: str | None = Query(default=None, max_length=40),
+    due_before: datetime | date | None = Query(default=None, description="ISO 8601 date or date-time."),
+    due_after: datetime | date | None = Query(default=None, description="ISO 8601 date or date-time."),
     tags: list[str] = Query(default=[], max_length=20),
     text: str | None = Query(default=None, max_length=500),
     limit: int = Query(default=50, ge=1, le=200),
@@ -43,8 +42,8 @@ async def list_tasks(
     query = TaskQuery(
         status=status,
         priority=priority,
-        due_before=_date(due_before, "due_before"),
-        due_after=_date(due_after, "due_after"),
+        due_before=_date(due_before),
+        due_after=_date(due_after),
         tags=[t.strip().lstrip("#").lower() for t in tags if t.strip()],
         text=text or None,
         limit=limit,
@@ -56,8 +55,8 @@ async def list_tasks(
         for k, v in {
             "status": status,
             "priority": priority,
-            "due_before": due_before,
-            "due_after": due_after,
+            "due_before": _date(due_before),
+            "due_after": _date(due_after),
             "tags": tags,
             "text": text,
         }.items()
