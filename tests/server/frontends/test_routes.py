@@ -57,10 +57,17 @@ async def test_ag_ui_errors_before_any_stream(service: Service) -> None:
     http = service.alice.http
     body = {"threadId": "t", "runId": "r", "messages": []}
     assert (await http.post("/api/v1/ag-ui", json=body, headers={"Authorization": ""})).status_code == 401
-    assert (await http.post("/api/v1/ag-ui", content=b"{nope")).status_code == 400
+    not_json = await http.post(
+        "/api/v1/ag-ui", content=b"{nope", headers={"Content-Type": "application/json"}
+    )
+    assert not_json.status_code in (400, 422)
     bad = await http.post("/api/v1/ag-ui", json={"threadId": "t"})
     assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")
-    assert "runId" in bad.json()["detail"] or "run_id" in bad.json()["detail"]
+    assert "runId" in bad.text
+    # Past the envelope, a broken input is a run that ends with RUN_ERROR (what AG-UI clients expect).
+    odd = await http.post("/api/v1/ag-ui", json={**body, "messages": [{"role": "robot"}]})
+    assert [e["type"] for e in sse(odd.text)] == ["RUN_STARTED", "RUN_ERROR"]
+    assert sse(odd.text)[-1]["code"] == "INVALID_INPUT"
 
 
 async def test_ag_ui_thread_is_the_users_own_and_resent_history_is_not_answered_twice(
@@ -113,7 +120,9 @@ async def test_ai_sdk_headers_and_strict_approvals(service: Service) -> None:
             "approval": {"id": "conf_x", "approved": "false"}}  # fmt: skip
     loose = {"id": "chat-1", "messages": [user, {"id": "a", "role": "assistant", "parts": [part]}]}
     refused = await http.post("/api/v1/ai-sdk", json=loose)
-    assert refused.status_code == 422 and "JSON boolean" in refused.json()["detail"]
+    assert refused.status_code == 200 and refused.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    error = [p for p in sse(refused.text) if p != "[DONE]" and p["type"] == "error"]
+    assert "JSON boolean" in error[0]["errorText"]
     regenerate = await http.post(
         "/api/v1/ai-sdk", json={"id": "chat-1", "messages": [user], "trigger": "regenerate-message"}
     )

@@ -12,14 +12,13 @@ What a client sends is a claim; the server's records decide:
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from ag_ui.core import RunAgentInput
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError
 from toolrun.server._service import ChatService
@@ -38,6 +37,27 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1", tags=["ag-ui"], responses=PROBLEM_RESPONSES)
 
+_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+class RunEnvelope(BaseModel):
+    """A `RunAgentInput` (AG-UI 1.0) as far as HTTP checks it; the rest is read with the `ag-ui-protocol`
+    package's own model (`tools`, `context`, `state`, `forwardedProps`... are accepted and ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    threadId: str = Field(min_length=1, max_length=200, description="The thread: your conversation.")
+    runId: str = Field(min_length=1, max_length=200, description="This run's id, echoed on its events.")
+    messages: list[dict[str, Any]] = Field(
+        description="The conversation so far; only the last message is read."
+    )
+    resume: list[dict[str, Any]] | None = Field(
+        default=None,
+        description='Answers to open interrupts: `{"interruptId", "status": "resolved", '
+        '"payload": {"approved": true|false}}` or `"status": "cancelled"`.',
+    )
+
+
 _STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "AG-UI 1.0 events as server-sent events (see docs/frontends.md).",
@@ -46,28 +66,25 @@ _STREAM: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def _read_input(request: Request) -> RunAgentInput:
-    try:
-        body = json.loads(await request.body())
-    except ValueError:
-        raise ServiceError(400, "invalid_json", "The body is not valid JSON.") from None
-    try:
-        return RunAgentInput.model_validate(body)
-    except ValidationError as exc:
-        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
-        raise ServiceError(422, "invalid_run_agent_input", f"Not a RunAgentInput: {where}") from None
-
-
 @router.post("/ag-ui", responses=_STREAM, summary="Run the assistant over AG-UI 1.0")
-async def ag_ui_run(request: Request, user: CurrentUser, chat: Chat) -> Any:
+async def ag_ui_run(body: RunEnvelope, user: CurrentUser, chat: Chat) -> Any:
     """`RunAgentInput` in; an SSE stream of AG-UI events out. Confirmations are interrupts on
-    `RUN_FINISHED`, answered with `RunAgentInput.resume` entries (`payload: {"approved": true|false}`)."""
-    run_input = await _read_input(request)
+    `RUN_FINISHED`, answered with `RunAgentInput.resume` entries (`payload: {"approved": true|false}`).
+
+    The envelope (`threadId`, `runId`, `messages`) is checked before the stream (422); anything else wrong
+    with the input is a run that ends with `RUN_ERROR` (`INVALID_INPUT`), as AG-UI clients expect."""
+    try:
+        run_input = RunAgentInput.model_validate(body.model_dump(exclude_unset=True))
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        refusal = AGUIEncoder(thread_id=body.threadId, run_id=body.runId)
+        frames = refusal.run_error(f"Not a valid RunAgentInput ({where}). Nothing ran.", "INVALID_INPUT")
+        return StreamingResponse(iter(frames), media_type=refusal.media_type, headers=_HEADERS)
     encoder = AGUIEncoder(thread_id=run_input.thread_id, run_id=run_input.run_id, run_input=run_input)
     return StreamingResponse(
         _frames(chat, user, run_input, encoder),
         media_type=encoder.media_type,
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        headers=_HEADERS,
     )
 
 

@@ -7,18 +7,19 @@ included. What the client sends is a claim; the server's records decide:
 - new input is only the last message, when it is the user's and not a resend (`routes._threads`);
 - a chat with a pending approval takes no new input (an `error` part; nothing runs);
 - an `approval-responded` part must name an approval pending in this chat right now; a forged, replayed
-  or another chat's id gets an `error` part and nothing runs; `approved` must be a JSON boolean (422).
+  or another chat's id gets an `error` part and nothing runs; so does an `approved` that is not a JSON
+  boolean.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError
 from toolrun.server._service import ChatService
@@ -31,6 +32,23 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1", tags=["ai-sdk"], responses=PROBLEM_RESPONSES)
 
+
+class ChatBody(BaseModel):
+    """What `DefaultChatTransport` posts (other fields, e.g. from the transport's `body` option, are kept)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = Field(default=None, max_length=200, description="The chat's id: your conversation.")
+    messages: list[dict[str, Any]] = Field(
+        min_length=1,
+        description="The chat's UI messages; only the last one is read (new input or approvals).",
+    )
+    trigger: str = Field(
+        default="submit-message", description="`submit-message` (`regenerate-message` is refused)."
+    )
+    messageId: str | None = Field(default=None, description="The message the request is about, if any.")
+
+
 _STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "A UI message stream v1 (server-sent events; see docs/frontends.md).",
@@ -40,17 +58,15 @@ _STREAM: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("/ai-sdk", responses=_STREAM, summary="Run the assistant for a Vercel AI SDK useChat client")
-async def ai_sdk_chat(request: Request, user: CurrentUser, chat: Chat) -> Any:
+async def ai_sdk_chat(body: ChatBody, user: CurrentUser, chat: Chat) -> Any:
     """`{"id", "messages": [UIMessage...], "trigger"}` in (DefaultChatTransport's body); a UI message stream
     out, with header `x-vercel-ai-ui-message-stream: v1`."""
     try:
-        body = json.loads(await request.body())
-    except ValueError:
-        raise ServiceError(400, "invalid_json", "The body is not valid JSON.") from None
-    try:
-        parsed = read_request(body)
+        parsed = read_request(body.model_dump(exclude_unset=True))
     except DecisionError as exc:
-        raise ServiceError(422, "invalid_chat_request", f"{exc} Nothing ran.") from None
+        refusal = AISDKEncoder(message_id=f"msg_{secrets.token_hex(10)}")
+        frames = refusal.error(f"{exc} Nothing ran.")
+        return StreamingResponse(iter(frames), media_type=refusal.media_type, headers=dict(HEADERS))
     encoder = AISDKEncoder(message_id=None if parsed.approvals else f"msg_{secrets.token_hex(10)}")
     return StreamingResponse(
         _frames(chat, user, parsed, encoder), media_type=encoder.media_type, headers=dict(HEADERS)
