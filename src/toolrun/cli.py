@@ -237,6 +237,7 @@ def serve(
         workers=workers,
         log_config=None,
         access_log=False,
+        timeout_keep_alive=75,  # longer than common proxies' idle timeouts: no race on a reused connection
         timeout_graceful_shutdown=int(settings.run_timeout) + 5,
     )
 

@@ -110,7 +110,16 @@ def pending_item(
 def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """A stored message as the API shows it."""
     role = data.get("role")
-    view: dict[str, Any] = {"seq": seq, "run_id": run_id, "role": role, "content": data.get("content") or ""}
+    view: dict[str, Any] = {
+        "seq": seq,
+        "run_id": run_id,
+        "role": role,
+        "content": data.get("content") or "",
+        "tool_calls": None,
+        "call_id": None,
+        "tool_name": None,
+        "is_error": None,
+    }
     if role == "assistant":
         view["tool_calls"] = [
             {"id": c.get("id"), "name": c.get("name"), "arguments": _arguments(c.get("arguments"))}
