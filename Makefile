@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/registry.py
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/agent.py
+	$(BIN)/python bench/service.py
 
 # The task assistant on http://127.0.0.1:8000 (SQLite in ./toolrun.db; user "demo" and its sign-in link
 # on first run). Settings: TOOLRUN_* in the environment or .env (docs/service.md).

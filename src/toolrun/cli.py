@@ -225,9 +225,10 @@ def serve(
     if demo_user:
         token = asyncio.run(ensure_demo_user(settings, demo_user))
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        err.print(f"\n  toolrun is starting with model [bold]{settings.model}[/bold]")
-        err.print(f"  open  http://{shown}:{port}/#token={token}")
-        err.print(f"  API token of user {demo_user}: {token}\n")
+        # Plain prints: a link must never be wrapped or styled.
+        print(f"\n  toolrun is starting with model {settings.model}", file=sys.stderr)
+        print(f"  open  http://{shown}:{port}/#token={token}", file=sys.stderr)
+        print(f"  API token of user {demo_user}: {token}\n", file=sys.stderr)
     configure_logging(settings.log_level)
     uvicorn.run(
         "toolrun.cli:create_app_from_env",
@@ -237,6 +238,7 @@ def serve(
         workers=workers,
         log_config=None,
         access_log=False,
+        timeout_keep_alive=75,  # longer than common proxies' idle timeouts: no race on a reused connection
         timeout_graceful_shutdown=int(settings.run_timeout) + 5,
     )
 

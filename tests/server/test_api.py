@@ -291,3 +291,31 @@ async def test_health_ready_metrics(service: Service) -> None:
     assert 'toolrun_tool_calls_total{outcome="ok",tool="create_task"} 1.0' in text
     assert 'toolrun_http_requests_total{method="POST",route="/api/v1/chat",status="200"} 1.0' in text
     assert "toolrun_http_request_duration_seconds_bucket" in text
+
+
+async def test_an_expired_confirmation_no_longer_blocks_the_conversation(tmp_path: Any) -> None:
+    import asyncio
+
+    from .conftest import make_service, sqlite_settings
+
+    async for service in make_service(sqlite_settings(tmp_path, confirmation_ttl=0.3)):
+        a = service.alice
+        task = tool_result(await a.chat("add Linger"), "create_task")
+        paused = await a.chat(
+            f"delete {task['id']}",
+        )
+        conv = paused["conversation_id"]
+        busy = await a.http.post("/api/v1/chat", json={"message": "list", "conversation_id": conv})
+        assert busy.status_code == 409 and busy.json()["code"] == "confirmation_pending"
+        await asyncio.sleep(0.4)
+        assert (await a.http.get("/api/v1/confirmations")).json()["pending"] == []
+        after = await a.chat("list", conv)
+        assert after["status"] == "completed" and task["id"] in after["output"]  # it was never deleted
+        roles = [m["role"] for m in after["messages"]][len(paused["messages"]) :]
+        assert roles == ["tool", "user", "assistant", "tool", "assistant"]
+        held = after["messages"][len(paused["messages"])]
+        assert held["role"] == "tool" and held["is_error"] and "CONFIRMATION_EXPIRED" in held["content"]
+        detail = (await a.http.get(f"/api/v1/conversations/{conv}")).json()
+        assert detail["awaiting_confirmation"] is False
+        late = await a.decide(paused["pending"][0]["confirmation_id"], True)
+        assert late.status_code == 404

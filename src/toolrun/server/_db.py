@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -18,6 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from toolrun.runtime import AuditRecord
+from toolrun.server._sqlite import connect_inline
 
 __all__ = ["SQLAuditSink", "create_engine", "metadata"]
 
@@ -123,17 +125,30 @@ audit = sa.Table(
 
 
 def create_engine(url: str, **options: Any) -> AsyncEngine:
-    """The service's engine: SQLite in WAL mode with a busy timeout, or PostgreSQL with a pool."""
+    """The service's engine: SQLite (WAL, one connection, statements run on the loop: see `_sqlite`), or
+    PostgreSQL with a pool."""
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30}, **options)
+        # SQLite has one writer at a time, and its busy handler waits by sleeping: under concurrency, several
+        # connections spend their time in those sleeps. One connection makes every statement queue on the
+        # pool instead (an asyncio wait), which is far faster; WAL still lets other processes read.
+        if "poolclass" not in options:
+            options.setdefault("pool_size", 1)
+            options.setdefault("max_overflow", 0)
+            # Closing a Connection already rolls back what it began; the pool's second rollback would
+            # only cost another round trip to aiosqlite's thread.
+            options.setdefault("pool_reset_on_return", None)
+        database = sa.make_url(url).database or ":memory:"
+        engine = create_async_engine(
+            url, async_creator=functools.partial(connect_inline, database, busy_seconds=5.0), **options
+        )
 
         @event.listens_for(engine.sync_engine, "connect")
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
-            if ":memory:" not in url:
+            if database != ":memory:":
                 cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute("PRAGMA busy_timeout=5000")
             cursor.close()
 
         return engine

@@ -26,6 +26,7 @@ logger = logging.getLogger("toolrun.server")
 
 # Attributes every LogRecord has: anything else a caller passed in `extra` is a field of the JSON line.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime", "taskName"}
+_STANDARD.add("color_message")  # uvicorn's terminal copy of the message
 
 
 def _content_free(record: logging.LogRecord) -> bool:

@@ -51,7 +51,7 @@ from toolrun.agent import RunFinished as AgentRunFinished
 from toolrun.agent import TextDelta as AgentTextDelta
 from toolrun.agent import ToolCallFinished as AgentToolCallFinished
 from toolrun.agent import ToolCallStarted as AgentToolCallStarted
-from toolrun.models import Message, SystemMessage, UserMessage, message_from_dict
+from toolrun.models import Message, SystemMessage, ToolResultMessage, UserMessage, message_from_dict
 from toolrun.server import _db
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._events import (
@@ -75,6 +75,21 @@ __all__ = ["ChatService", "RunHandle", "iso_time", "pending_item"]
 logger = logging.getLogger("toolrun.server")
 
 _END = object()
+
+_PENDING_CONFLICT = (
+    "This conversation waits for a decision on a pending action; approve or deny it first "
+    "(GET /api/v1/confirmations)."
+)
+
+
+_EXPIRED_RESULT = "Error CONFIRMATION_EXPIRED: the user did not decide in time; the action did not run."
+
+
+class _Pending(Exception):
+    """Internal: the conversation has a paused run (its id in `run_id`)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
 
 
 def iso_time(seconds: float) -> str:
@@ -110,7 +125,16 @@ def pending_item(
 def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """A stored message as the API shows it."""
     role = data.get("role")
-    view: dict[str, Any] = {"seq": seq, "run_id": run_id, "role": role, "content": data.get("content") or ""}
+    view: dict[str, Any] = {
+        "seq": seq,
+        "run_id": run_id,
+        "role": role,
+        "content": data.get("content") or "",
+        "tool_calls": None,
+        "call_id": None,
+        "tool_name": None,
+        "is_error": None,
+    }
     if role == "assistant":
         view["tool_calls"] = [
             {"id": c.get("id"), "name": c.get("name"), "arguments": _arguments(c.get("arguments"))}
@@ -224,6 +248,21 @@ class ChatService:
                 or a confirmation pending.
         """
         self._check_open()
+        try:
+            return await self._start_message(principal, message, conversation_id)
+        except _Pending as paused:
+            if conversation_id is None:  # pragma: no cover - a new conversation has no paused run
+                raise
+            if not await self._abandon_if_expired(principal.user_id, conversation_id, paused.run_id):
+                raise ServiceError(409, "confirmation_pending", _PENDING_CONFLICT) from None
+        try:
+            return await self._start_message(principal, message, conversation_id)
+        except _Pending:
+            raise ServiceError(409, "confirmation_pending", _PENDING_CONFLICT) from None
+
+    async def _start_message(
+        self, principal: Principal, message: str, conversation_id: str | None
+    ) -> RunHandle:
         user = principal.user_id
         run_id = "run_" + secrets.token_hex(10)
         now = time.time()
@@ -324,7 +363,7 @@ class ChatService:
                 raise not_found("pending confirmation")
             history, _stored = await self._history(conn, conversation_id)
         saved = json.loads(state_row[0])
-        run = AgentRun.from_dict(saved["run"])
+        run = AgentRun.from_json(saved["run"])
         if confirmation_id not in {p.confirmation_id for p in run.pending}:
             await self._release(conversation_id, run_id)
             raise not_found("pending confirmation")
@@ -341,6 +380,91 @@ class ChatService:
         ctx = self._context(principal, conversation_id, run_id)
         events = self.agent.stream_resume(run, {confirmation_id: approve}, context=ctx)
         return self._launch(job, events, system_offset=False, decided=[confirmation_id])
+
+    async def _abandon_if_expired(self, user: str, conversation_id: str, run_id: str) -> bool:
+        """Close a paused run whose every confirmation expired (or is gone), so the conversation can go on.
+
+        Its held calls get `CONFIRMATION_EXPIRED` results in the history (every tool call of a turn must
+        have a result before the model sees the conversation again), and the run ends `failed`. False when
+        a confirmation can still be decided (then the conversation stays paused).
+        """
+        rc = _db.run_confirmations
+        async with self.engine.connect() as conn:
+            ids = [
+                r[0]
+                for r in await conn.execute(
+                    sa.select(rc.c.confirmation_id).where(rc.c.run_id == run_id, rc.c.user_id == user)
+                )
+            ]
+        now = time.time()
+        for cid in ids:
+            record = await self.confirmations.get(cid)
+            if record is not None and not record.expired(now):
+                return False
+        async with self.engine.begin() as conn:
+            c = _db.conversations
+            claimed = await conn.execute(
+                c.update()
+                .where(
+                    c.c.id == conversation_id,
+                    c.c.user_id == user,
+                    c.c.pending_run_id == run_id,
+                    sa.or_(c.c.lease_until.is_(None), c.c.lease_until < now),
+                )
+                .values(pending_run_id=None, updated_at=now)
+            )
+            if claimed.rowcount != 1:
+                return True  # someone else moved it on meanwhile: just try again
+            state = (
+                await conn.execute(sa.select(_db.runs.c.state).where(_db.runs.c.id == run_id))
+            ).scalar_one_or_none()
+            seq = (
+                await conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(_db.messages)
+                    .where(_db.messages.c.conversation_id == conversation_id)
+                )
+            ).scalar_one()
+            rows = []
+            if state is not None:
+                run = AgentRun.from_json(json.loads(state)["run"])
+                results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
+                for i, call in enumerate(run.batch):
+                    result = results.get(call.id)
+                    if result is None or result.status == "confirmation_required":
+                        message = ToolResultMessage(
+                            call_id=call.id,
+                            tool_name=call.name,
+                            content=_EXPIRED_RESULT,
+                            is_error=True,
+                        )
+                    else:
+                        message = ToolResultMessage.from_result(result)
+                    rows.append(
+                        {
+                            "conversation_id": conversation_id,
+                            "user_id": user,
+                            "run_id": run_id,
+                            "seq": seq + i,
+                            "role": "tool",
+                            "data": json.dumps(message.to_dict()),
+                            "created_at": now,
+                        }
+                    )
+            if rows:
+                await conn.execute(_db.messages.insert(), rows)
+            await conn.execute(
+                _db.runs.update()
+                .where(_db.runs.c.id == run_id)
+                .values(
+                    status="failed",
+                    state=None,
+                    error="The pending confirmation expired before a decision.",
+                    updated_at=now,
+                )
+            )
+            await conn.execute(rc.delete().where(rc.c.run_id == run_id))
+        return True
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -546,12 +670,7 @@ class ChatService:
                 "A run is already working on this conversation; wait for it to finish.",
             )
         if pending_run_id is None:
-            raise ServiceError(
-                409,
-                "confirmation_pending",
-                "This conversation waits for a decision on a pending action; approve or deny it first "
-                "(GET /api/v1/confirmations).",
-            )
+            raise _Pending(row[0])
         raise not_found("pending confirmation")
 
     async def _release(self, conversation_id: str, run_id: str) -> None:
@@ -690,7 +809,8 @@ class ChatService:
     async def _finish(
         self, job: _Job, run: AgentRun, system_offset: bool, decided: Sequence[str]
     ) -> dict[str, Any]:
-        run.run_id = job.run_id
+        # `run.run_id` stays the agent's own (confirmations may be bound to it); the service's run id is
+        # `job.run_id`, in the API, the logs and the audit trail (as the context's trace id).
         start = job.persisted
         if system_offset and run.messages and isinstance(run.messages[0], SystemMessage):
             start += 1
@@ -713,7 +833,7 @@ class ChatService:
             )
             job.history.append(message_view(job.next_seq + i, job.run_id, data))
         paused = run.status == "awaiting_confirmation"
-        state = json.dumps({"run": run.to_dict(), "persisted": len(run.messages)}) if paused else None
+        state = json.dumps({"run": run.to_json(), "persisted": len(run.messages)}) if paused else None
         c, rc = _db.conversations, _db.run_confirmations
         async with self.engine.begin() as conn:
             if rows:

@@ -96,7 +96,10 @@ class Settings(BaseSettings):
             raise SettingsError(f"No secret key yet at {path}; run `toolrun db upgrade` or `toolrun serve`.")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         key = secrets.token_urlsafe(32).encode()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: use theirs
+            return path.read_bytes().strip()
         try:
             os.write(fd, key + b"\n")
         finally:

@@ -25,13 +25,18 @@ __all__ = ["Chat", "CurrentUser", "State", "get_chat_service", "get_current_user
 _bearer = HTTPBearer(auto_error=False, description="An API token from `toolrun users add NAME`.")
 
 
-def get_state(request: Request) -> ServerState:
+# Dependencies are `async def`: FastAPI runs plain `def` ones in a thread pool, a thread hop per request.
+def _state(request: Request) -> ServerState:
     state: ServerState = request.app.state.toolrun
     return state
 
 
-def get_chat_service(request: Request) -> ChatService:
-    return get_state(request).chat
+async def get_state(request: Request) -> ServerState:
+    return _state(request)
+
+
+async def get_chat_service(request: Request) -> ChatService:
+    return _state(request).chat
 
 
 async def get_current_user(
@@ -40,7 +45,7 @@ async def get_current_user(
     """The user of the request's bearer token; 401 problem when missing, unknown or revoked."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ServiceError(401, "unauthorized", "Send an API token as `Authorization: Bearer TOKEN`.")
-    principal = await get_state(request).users.authenticate(credentials.credentials)
+    principal = await _state(request).users.authenticate(credentials.credentials)
     if principal is None:
         raise ServiceError(401, "unauthorized", "The token is unknown or revoked.")
     request.scope.setdefault("state", {})["user_id"] = principal.user_id

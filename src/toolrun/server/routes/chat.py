@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
 from toolrun.server._errors import PROBLEM_RESPONSES, problem_doc
@@ -26,7 +27,8 @@ _STREAM: dict[int | str, dict[str, Any]] = {
 async def post_chat(body: ChatRequest, user: CurrentUser, chat: Chat) -> Any:
     """Send a message; answers when the run completes or pauses for a confirmation."""
     handle = await chat.start_message(user, body.message, conversation_id=body.conversation_id)
-    return await handle.result()
+    # Built by the service, documented by response_model: sent as is, without validating it a second time.
+    return JSONResponse(await handle.result())
 
 
 @router.post("/chat/stream", response_class=EventSourceResponse, responses={**_CONFLICT, **SSE_DOC})

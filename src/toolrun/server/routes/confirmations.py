@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Path
+from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
 from toolrun.server._errors import PROBLEM_RESPONSES, problem_doc
@@ -35,7 +36,8 @@ async def decide(
 ) -> Any:
     """Approve (`{"approve": true}`) or deny a pending call; the run continues and answers like `/chat`."""
     handle = await chat.start_decision(user, confirmation_id, approve=body.approve)
-    return await handle.result()
+    # Built by the service, documented by response_model: sent as is, without validating it a second time.
+    return JSONResponse(await handle.result())
 
 
 @router.post(
