@@ -158,14 +158,20 @@ async def test_the_service_serves_its_tools_at_mcp_with_its_own_tokens(tmp_path:
         async with httpx2.AsyncClient() as http:
             assert (await http.get(f"{base}/healthz")).status_code == 200
             assert (await http.post(f"{base}/mcp", json={})).status_code == 401
-        async with Client(http_transport(f"{base}/mcp", ada), elicitation_callback=answer("accept")) as client:
+        async with Client(
+            http_transport(f"{base}/mcp", ada), elicitation_callback=answer("accept")
+        ) as client:
             created = await client.call_tool("create_task", {"title": "Renew passport"})
             task_id = created.structured_content["id"] if created.structured_content else None
             mine = await client.call_tool("query_tasks", {})
-        async with Client(http_transport(f"{base}/mcp", bob), elicitation_callback=answer("accept")) as client:
+        async with Client(
+            http_transport(f"{base}/mcp", bob), elicitation_callback=answer("accept")
+        ) as client:
             theirs = await client.call_tool("query_tasks", {})
             stolen = await client.call_tool("delete_task", {"task_id": task_id})
-        async with Client(http_transport(f"{base}/mcp", ada), elicitation_callback=answer("decline")) as client:
+        async with Client(
+            http_transport(f"{base}/mcp", ada), elicitation_callback=answer("decline")
+        ) as client:
             kept = await client.call_tool("delete_task", {"task_id": task_id})
             still = await client.call_tool("query_tasks", {})
     assert not created.is_error and task_id
