@@ -46,8 +46,8 @@ def tool(
         description: Overrides the docstring.
         flatten_model: When the only parameter is a Pydantic model, its fields are the arguments.
         **options: `read_only`, `destructive`, `idempotent`, `open_world`, `private`,
-            `requires_confirmation`, `timeout`, `retries`, `rate_limit`, `cache_ttl`, `roles`, `tags`,
-            `sequential`, `examples` (see `ToolOptions`).
+            `requires_confirmation`, `timeout`, `retries`, `rate_limit`, `cache_ttl`, `cache_scope`, `roles`,
+            `tags`, `sequential`, `examples` (see `ToolOptions`).
     """
 
     def decorate(func: Callable[..., Any]) -> Tool:
