@@ -110,3 +110,74 @@ def test_cache_scope_is_checked() -> None:
         def c() -> int:
             """C."""
             return 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Item 4: access edges
+
+
+def _access_tools() -> list[Any]:
+    @tool
+    async def search_notes(q: str) -> str:
+        """Search notes."""
+        return q
+
+    @tool(roles=("admin",))
+    async def search_users(q: str) -> str:
+        """Search every user (admins only)."""
+        return q
+
+    @tool
+    async def search_logs(q: str) -> str:
+        """Search logs."""
+        return q
+
+    return [search_notes, search_users, search_logs]
+
+
+async def test_an_allowlist_given_as_a_string_is_one_name_not_a_substring(make_executor: Any) -> None:
+    ex = make_executor(*_access_tools())
+    ctx = ToolContext(allowed_tools="search_notes_and_more")  # type: ignore[arg-type]
+    assert ctx.allowed_tools == frozenset({"search_notes_and_more"})
+    r = await ex.execute(call("search_notes", {"q": "x"}), ctx)
+    assert r.error is not None and r.error.code == ErrorCode.PERMISSION_DENIED
+    one = ToolContext(allowed_tools="search_notes")  # type: ignore[arg-type]
+    assert (await ex.execute(call("search_notes", {"q": "x"}), one)).status == "ok"
+    assert ToolContext(allowed_tools=["a", "b"]).allowed_tools == frozenset({"a", "b"})  # type: ignore[arg-type]
+
+
+async def test_roles_given_as_a_string_are_one_role(make_executor: Any) -> None:
+    @tool(roles=("a",))
+    async def letters() -> str:
+        """Only for role 'a'."""
+        return "x"
+
+    ex = make_executor(letters)
+    ctx = ToolContext(roles="admin")  # type: ignore[arg-type]
+    assert ctx.roles == ("admin",)
+    r = await ex.execute(call("letters"), ctx)  # "admin" is not the role "a" (nor its letters)
+    assert r.error is not None and r.error.code == ErrorCode.PERMISSION_DENIED
+    assert ToolContext(roles=["a", "b"]).roles == ("a", "b")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("allowed_tools", 5), ("allowed_tools", [1]), ("roles", None), ("roles", {"a": 1})]
+)
+def test_a_context_refuses_allowlists_and_roles_that_are_not_strings(field: str, value: Any) -> None:
+    with pytest.raises(TypeError, match=f"ToolContext.{field}"):
+        ToolContext(**{field: value})
+
+
+async def test_not_found_suggests_only_tools_the_caller_may_use(make_executor: Any) -> None:
+    ex = make_executor(*_access_tools())
+    member = await ex.execute(call("search_user", {"q": "x"}), ToolContext(roles=("member",)))
+    assert member.error is not None and member.error.code == ErrorCode.NOT_FOUND
+    assert "search_users" not in member.error.details["suggestions"]
+    assert "search_users" not in member.error.message
+    assert set(member.error.details["suggestions"]) <= {"search_notes", "search_logs"}
+    assert member.error.details["suggestions"]  # the visible neighbours are still suggested
+    admin = await ex.execute(call("search_user", {"q": "x"}), ToolContext(roles=("admin",)))
+    assert admin.error is not None and admin.error.details["suggestions"][0] == "search_users"
+    listed = ToolContext(roles=("admin",), allowed_tools=frozenset({"search_logs"}))
+    only = await ex.execute(call("search_user", {"q": "x"}), listed)
+    assert only.error is not None and only.error.details["suggestions"] == ["search_logs"]

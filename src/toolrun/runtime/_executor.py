@@ -18,6 +18,7 @@ execute(call, context)
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
 import logging
 import os
@@ -555,9 +556,7 @@ class ToolExecutor:
     ) -> ToolResult | Invocation:
         """Lookup, access and validation: an error result, or the invocation to run through the chain."""
         if plan is None:
-            name = call.name
-            suggestions = self.registry.suggest(name) if isinstance(name, str) and len(name) <= 256 else []
-            return _errors.not_found(call.id, name, suggestions)
+            return _errors.not_found(call.id, call.name, self._suggest(call.name, ctx))
         tool = plan.tool
         if plan.roles is not None and plan.roles.isdisjoint(ctx.roles):
             return _errors.permission_denied(call.id, tool.name)
@@ -595,6 +594,22 @@ class ToolExecutor:
                 details={"problems": [], "error_id": error_id},
             )
         return Invocation(self, tool, call, ctx, arguments, approval_id, approval)
+
+    def _suggest(self, name: Any, ctx: ToolContext[Any]) -> list[str]:
+        """The names closest to an unknown `name` among the tools this caller may use (a "did you mean"
+        must not reveal tools hidden from the caller by roles or an allowlist)."""
+        if not isinstance(name, str) or len(name) > 256:
+            return []
+        allowed = ctx.allowed_tools
+        lowered: dict[str, str] = {}
+        for candidate in self.registry.tools():
+            roles = candidate.options.roles
+            if roles is not None and roles.isdisjoint(ctx.roles):
+                continue
+            if allowed is not None and candidate.name not in allowed:
+                continue
+            lowered[candidate.name.lower()] = candidate.name
+        return [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.5)]
 
     # --------------------------------------------------------------------------------------------------
     # Confirmations

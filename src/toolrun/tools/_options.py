@@ -133,8 +133,9 @@ class ToolOptions:
     """Who a cached result is served to. `"user"`: only the user (`ToolContext.user_id`) whose call
     produced it; calls without a user id are not cached. `"shared"`: every caller with the same
     arguments. None (the default) means `"user"` for tools that receive a `ToolContext` (their result may
-    depend on who calls) and for `private` tools, `"shared"` for the others. A `private` tool can never be
-    `"shared"`; say `"shared"` for a context-taking tool only when its result does not depend on the caller."""
+    depend on who calls) and for `private` tools, `"shared"` for the others. A `private` tool can never
+    be `"shared"`; say `"shared"` for a context-taking tool only when its result does not depend on the
+    caller."""
     roles: frozenset[str] | None = None
     """Roles allowed to call the tool; None for everyone."""
     tags: frozenset[str] = field(default_factory=frozenset)
@@ -183,7 +184,8 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
 
     cache_ttl = values.get("cache_ttl")
     if cache_ttl is not None:
-        if isinstance(cache_ttl, bool) or not isinstance(cache_ttl, int | float) or not 0 < cache_ttl < math.inf:
+        number = isinstance(cache_ttl, int | float) and not isinstance(cache_ttl, bool)
+        if not number or not 0 < cache_ttl < math.inf:
             raise ToolDefinitionError(
                 f"Tool {tool_name!r}: cache_ttl must be a positive, finite number of seconds (got "
                 f"{cache_ttl!r}); leave it out for no caching."
@@ -203,7 +205,9 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
                 f"Tool {tool_name!r}: cache_scope must be 'user' or 'shared' (or None for the default)."
             )
         if cache_ttl is None:
-            raise ToolDefinitionError(f"Tool {tool_name!r}: cache_scope needs a cache_ttl (nothing is cached).")
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: cache_scope needs a cache_ttl (without one nothing is cached)."
+            )
         if cache_scope == "shared" and values.get("private"):
             raise ToolDefinitionError(
                 f"Tool {tool_name!r}: a private tool's results are never shared between users; drop "
