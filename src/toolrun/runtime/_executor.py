@@ -62,6 +62,7 @@ __all__ = ["ToolExecutor"]
 
 _logger = logging.getLogger("toolrun")
 _perf = time.perf_counter
+_time = time.time
 _INFO = logging.INFO
 
 
@@ -321,15 +322,27 @@ class ToolExecutor:
         return tuple(s for s in candidates if getattr(s, "applies_to", None) is None or s.applies_to(tool))
 
     def close(self) -> None:
-        """Release the worker threads (running sync handlers are not waited for)."""
+        """Release the worker threads (running sync handlers are not waited for), and write out what
+        the audit sinks hold (`flush()` of each sink that has one; the sinks stay open: they are yours)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+        self._flush_sinks()
 
     async def aclose(self) -> None:
-        """`close()`, then wait for async event deliveries."""
-        self.close()
+        """Wait for async event deliveries, then `close()`. When it returns, the audit record of every
+        call that has finished is written (the flush is its last step, with no await after it)."""
         await self.events.drain()
+        self.close()
+
+    def _flush_sinks(self) -> None:
+        for sink in self._sinks:
+            flush = getattr(sink, "flush", None)
+            if callable(flush):
+                try:
+                    flush()
+                except Exception as exc:
+                    log_exception(_logger, "Audit sink %r failed to flush", exc, sink)
 
     async def __aenter__(self) -> ToolExecutor:
         return self
@@ -431,7 +444,9 @@ class ToolExecutor:
         bus = self.events
         emitting = bus.active
         logger = self._audit_logger
-        auditing = bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
+        logging_audit = logger is not None and logger.isEnabledFor(_INFO)
+        sinks = self._sinks
+        auditing = logging_audit or bool(sinks)
         tracer = self._tracing.tracer()
         observing = emitting or auditing or tracer is not None
         tool_name = plan.tool.name if plan is not None else None
@@ -503,9 +518,35 @@ class ToolExecutor:
             self._tracing.finish(
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
             )
-        if auditing:
-            confirmation_id = approval.id if approval is not None else result.confirmation_id
-            self._audit(action, result, tool_name, ctx, self._hash_of(inv, call), confirmation_id)
+        if auditing:  # inline: this is the per-call cost of an audit trail (see `_audit`)
+            try:
+                arguments_hash = inv.arguments_hash if inv is not None else self.hasher.raw(call.arguments)
+            except Exception:  # arguments that cannot even be rendered: audit without a hash
+                arguments_hash = None
+            record = AuditRecord(  # positional: see AuditRecord
+                action,
+                tool_name,
+                result.call_id,
+                ctx.trace_id,
+                ctx.conversation_id,
+                ctx.user_id,
+                arguments_hash,
+                result.status,
+                code,
+                duration * 1000.0,
+                result.attempts,
+                result.cached,
+                error_id,
+                approval.id if approval is not None else result.confirmation_id,
+                _time(),
+            )
+            for sink in sinks:
+                try:
+                    sink.write(record)
+                except Exception as exc:
+                    log_exception(_logger, "Audit sink %r failed", exc, sink)
+            if logging_audit and logger is not None:
+                log_audit_record(logger, record)
         return result
 
     def _cancelled(
