@@ -399,3 +399,34 @@ async def test_a_sync_call_that_started_and_timed_out_may_have_taken_effect(make
     gate.set()
     assert r.error is not None and r.error.code == ErrorCode.TIMEOUT and not r.error.retryable
     assert "may or may not" in r.error.message and "started" not in r.error.details
+
+
+def test_commit_applies_only_the_call_s_own_difference() -> None:
+    from toolrun.runtime._run import commit
+
+    base: dict[str, Any] = {"d": {"x": 1, "y": 2}, "log": [1], "n": 1, "gone": 0, "same": [5]}
+    mine = copy.deepcopy(base)
+    mine["d"].pop("y")  # removed in a nested dict
+    mine["d"]["w"] = 9  # added in a nested dict
+    mine["log"].append(2)  # appended
+    mine["n"] = 2  # changed
+    del mine["gone"]  # removed
+    mine["new"] = {"k": 1}  # added
+    live: dict[str, Any] = copy.deepcopy(base)
+    live["d"]["z"] = 3  # a sibling's commits meanwhile
+    live["log"].append(7)
+    live["other"] = True
+    live["same"] = [6]
+    commit(live, base, mine)
+    assert live == {
+        "d": {"x": 1, "z": 3, "w": 9},
+        "log": [1, 7, 2],
+        "n": 2,
+        "new": {"k": 1},
+        "other": True,
+        "same": [6],  # untouched by the call: the sibling's value stays
+    }
+    # A list the call did more than append to is replaced; a dict replaced by another type too.
+    live2: dict[str, Any] = {"log": [1, 2, 3], "d": {"a": 1}}
+    commit(live2, {"log": [1, 2], "d": {"a": 1}}, {"log": [2], "d": "flat"})
+    assert live2 == {"log": [2], "d": "flat"}
