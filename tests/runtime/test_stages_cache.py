@@ -132,3 +132,26 @@ async def test_a_failing_rate_limit_store_fails_closed(make_executor: Any) -> No
     result = await ex.execute(call("ping"))
     assert runs == [] and result.error is not None and result.error.retryable
     assert "could not check its rate limit" in result.error.message
+
+
+async def test_without_a_user_a_server_that_requires_one_refuses_with_the_whole_explanation(
+    make_executor: Any,
+) -> None:
+    runs: list[int] = []
+
+    @tool(destructive=True)
+    def wipe() -> str:
+        """Wipe."""
+        runs.append(1)
+        return "w"
+
+    ex = make_executor(wipe, require_user_for_confirmation=True)
+    result = await ex.execute(call("wipe", id="w1"))
+    assert runs == [] and (result.call_id, result.tool_name) == ("w1", "wipe")
+    assert result.error is not None and result.error.code == ErrorCode.CONFIRMATION_DENIED
+    assert result.error.message == (
+        "The tool 'wipe' needs the approval of a signed-in user, and this call has no user id; "
+        "it did not run."
+    )
+    assert result.error.recover_action == "Tell the user this action needs them to be signed in."
+    assert result.error.details.get("reason") == "no_user"
