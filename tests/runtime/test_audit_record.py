@@ -158,3 +158,36 @@ def test_a_failing_filter_does_not_escape_and_is_reported_to_the_toolrun_logger(
         toolrun_log.removeHandler(seen)
         log.removeFilter(boom)
     assert any("Writing an audit record failed" in r.getMessage() for r in seen.records)
+
+
+def test_a_batch_is_encoded_in_one_pass_to_the_same_lines_as_record_by_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    from toolrun.runtime import _audit_file
+
+    records = [record(call_id="c1", cached=True), record(call_id="c2", code="boom", outcome="error")]
+    expected = b"".join(_audit_file._encode_one(r) + b"\n" for r in records)
+    assert [json.loads(line) for line in expected.splitlines()] == [r.to_dict() for r in records]
+
+    def slow_path(record: AuditRecord) -> bytes:
+        raise AssertionError("ordinary records take the one-pass path")
+
+    monkeypatch.setattr(_audit_file, "_encode_one", slow_path)
+    assert _audit_file._encode(records) == expected
+
+
+def test_a_record_with_a_lone_surrogate_is_still_one_json_line() -> None:
+    import json
+
+    from toolrun.runtime import _audit_file
+
+    odd = record(call_id="c\ud800", principal="u1")
+    [line] = _audit_file._encode(
+        [
+            odd,
+        ]
+    ).splitlines()
+    assert line.isascii() and json.loads(line)["call_id"] == "c\ud800"
+    assert _audit_file._encode_one(odd) == line
