@@ -349,3 +349,34 @@ def test_a_planner_run_reads_back_as_a_planner_run() -> None:
     run = small_run()
     run.mode = "planner"
     assert AgentRun.from_json(run.to_json()).mode == "planner"
+
+
+@pytest.mark.parametrize(
+    ("message", "field", "text"),
+    [
+        ({"role": 1, "content": "x"}, "messages[0].role", "expected a string, got int"),
+        ({"role": "system"}, "messages[0].content", "is missing"),
+        ({"role": "tool", "call_id": "c1"}, "messages[0].content", "is missing"),
+        ({"role": "assistant", "content": 1}, "messages[0].content", "expected a string or null, got int"),
+    ],
+)
+def test_each_message_field_of_the_wrong_shape_is_named(
+    message: dict[str, Any], field: str, text: str
+) -> None:
+    data = dict(small_run().to_dict(), messages=[message])
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(data)
+    assert str(info.value) == f"Invalid AgentRun: {field}: {text}"
+
+
+def test_lists_of_the_wrong_type_and_results_that_are_not_results_are_named() -> None:
+    data = small_run().to_dict()
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(dict(data, tool_calls={}))
+    assert str(info.value) == "Invalid AgentRun: tool_calls: expected an array, got dict"
+    data["tool_calls"][0]["result"]["surprise"] = 1
+    with pytest.raises(InvalidRunError) as info:
+        AgentRun.from_dict(data)
+    assert str(info.value).startswith(
+        "Invalid AgentRun: tool_calls[0].result: not a tool result (TypeError: "
+    )
