@@ -205,3 +205,33 @@ async def test_closing_the_executor_under_load_loses_no_record(tmp_path: Path) -
     on_disk = [json.loads(line)["call_id"] for line in path.read_text().splitlines()]
     assert sorted(on_disk) == sorted(f"c{i}" for i in range(300))  # one each: none lost, none twice
     assert sink.failed == 0
+
+
+class _AsyncFlushSink:
+    """A sink whose writes go out in an async `flush` (like a database-backed sink)."""
+
+    def __init__(self) -> None:
+        self.queued: list[AuditRecord] = []
+        self.written: list[AuditRecord] = []
+
+    def write(self, record: AuditRecord) -> None:
+        self.queued.append(record)
+
+    async def flush(self) -> None:
+        self.written += self.queued
+        self.queued = []
+
+
+async def test_aclose_awaits_an_async_flush_and_close_leaves_no_coroutine_behind() -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo text."""
+        return text
+
+    sink = _AsyncFlushSink()
+    executor = ToolExecutor(ToolRegistry([echo]), audit=sink)
+    await executor.execute(ToolCall(id="c1", name="echo", arguments={"text": "x"}))
+    executor.close()  # cannot await: the async flush is not started (no "never awaited" warning either)
+    assert sink.written == [] and len(sink.queued) == 1
+    await executor.aclose()
+    assert [r.call_id for r in sink.written] == ["c1"] and sink.queued == []

@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import difflib
 import functools
+import inspect
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -343,26 +344,42 @@ class ToolExecutor:
 
     def close(self) -> None:
         """Release the worker threads (running sync handlers are not waited for), and write out what
-        the audit sinks hold (`flush()` of each sink that has one; the sinks stay open: they are yours)."""
+        the audit sinks hold (`flush()` of each sink that has a synchronous one; the sinks stay open: they
+        are yours). A sink whose `flush` is async is flushed by `aclose()` only."""
+        self._release_pool()
+        for pending in self._flush_sinks():
+            pending.close()  # sync close cannot await an async flush: never started, nothing half-written
+
+    async def aclose(self) -> None:
+        """Wait for async event deliveries, release the workers and flush every audit sink (async ones
+        too). When it returns, the audit record of every call that has finished is written."""
+        await self.events.drain()
+        self._release_pool()
+        for pending in self._flush_sinks():
+            try:
+                await pending
+            except Exception as exc:
+                log_exception(_logger, "Audit sink failed to flush", exc)
+
+    def _release_pool(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
-        self._flush_sinks()
 
-    async def aclose(self) -> None:
-        """Wait for async event deliveries, then `close()`. When it returns, the audit record of every
-        call that has finished is written (the flush is its last step, with no await after it)."""
-        await self.events.drain()
-        self.close()
-
-    def _flush_sinks(self) -> None:
+    def _flush_sinks(self) -> list[Coroutine[Any, Any, Any]]:
+        """Flush the sinks with a synchronous `flush`; return the coroutines of those with an async one."""
+        pending: list[Coroutine[Any, Any, Any]] = []
         for sink in self._sinks:
             flush = getattr(sink, "flush", None)
             if callable(flush):
                 try:
-                    flush()
+                    result = flush()
                 except Exception as exc:
                     log_exception(_logger, "Audit sink %r failed to flush", exc, sink)
+                    continue
+                if inspect.iscoroutine(result):
+                    pending.append(result)
+        return pending
 
     async def __aenter__(self) -> ToolExecutor:
         return self
