@@ -1,0 +1,87 @@
+"""An approval presented with `execute(..., approval=id)`: every outcome's result and the event it emits
+(who, which confirmation, what was decided). Pinned by mutation testing (docs/mutation.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolrun import ErrorCode, ToolContext
+from toolrun.runtime import ConfirmationResolved, ToolExecutor
+
+from .conftest import Recorder, call
+from .test_confirmations import Clock, make_wipe
+
+U1 = ToolContext(user_id="u1", trace_id="tr1")
+
+
+async def held(ex: ToolExecutor, target: str = "t1", ctx: ToolContext = U1) -> str:
+    r = await ex.execute(call("wipe", {"target": target}, id="c1"), ctx)
+    assert r.confirmation_id is not None
+    return r.confirmation_id
+
+
+def resolved(rec: Recorder) -> list[tuple[Any, ...]]:
+    return [
+        (e.call_id, e.tool_name, e.trace_id, e.user_id, e.confirmation_id, e.decision)
+        for e in rec.of(ConfirmationResolved)
+    ]
+
+
+async def test_each_outcome_of_a_presented_approval_and_its_event(make_executor: Any) -> None:
+    runs: list[Any] = []
+    clock = Clock()
+    ex = make_executor(make_wipe(runs), clock=clock, confirmation_ttl=60)
+    rec = Recorder()
+    ex.subscribe(rec)
+
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="p0"), U1, approval="conf_unknown")
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error.details.get("reason") == "unknown_or_used" and (r.call_id, r.tool_name) == ("p0", "wipe")
+
+    first = await held(ex)
+    r = await ex.execute(call("wipe", {"target": "other"}, id="p1"), U1, approval=first)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
+    assert r.error.details.get("reason") == "mismatch" and runs == []
+
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="p2"), U1, approval=first)  # a mismatch keeps it
+    assert r.status == "ok" and len(runs) == 1
+
+    cid = await held(ex)
+    clock.now += 61
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="p3"), U1, approval=cid)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error.details.get("reason") == "expired" and len(runs) == 1
+
+    assert resolved(rec) == [
+        ("p0", "wipe", "tr1", "u1", "conf_unknown", "unknown"),
+        ("p1", "wipe", "tr1", "u1", first, "mismatch"),
+        ("p2", "wipe", "tr1", "u1", first, "approved"),
+        ("p3", "wipe", "tr1", "u1", cid, "expired"),
+    ]
+
+
+async def test_another_users_approval_is_unknown_to_them(make_executor: Any) -> None:
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock())
+    rec = Recorder()
+    ex.subscribe(rec)
+    cid = await held(ex)
+    u2 = ToolContext(user_id="u2")
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="x"), u2, approval=cid)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and runs == []
+    assert resolved(rec) == [("x", "wipe", None, "u2", cid, "unknown")]
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="y"), U1, approval=cid)  # still the owner's
+    assert r.status == "ok" and len(runs) == 1
+
+
+async def test_without_a_user_where_one_is_required_the_presented_approval_is_refused(
+    make_executor: Any,
+) -> None:
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock(), require_user_for_confirmation=True)
+    rec = Recorder()
+    ex.subscribe(rec)
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="n"), ToolContext(), approval="conf_x")
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
+    assert r.error.details.get("reason") == "no_user" and runs == []
+    assert resolved(rec) == [("n", "wipe", None, None, "conf_x", "unknown")]
