@@ -155,3 +155,23 @@ async def test_without_a_user_a_server_that_requires_one_refuses_with_the_whole_
     )
     assert result.error.recover_action == "Tell the user this action needs them to be signed in."
     assert result.error.details.get("reason") == "no_user"
+
+
+def test_folding_never_splits_an_escape_and_fills_each_line() -> None:
+    from toolrun.runtime._stages import _fold
+
+    assert _fold("a" * 20, 3, 5) == ["a" * 8, "a" * 8, "a" * 4]  # at least 8 characters a line
+    assert _fold("a" * 20, 10, 9) == ["a" * 10, "a" * 9, "a"]
+    for escape in ("\\u202e", "\\U0001f600", "\\n", "\\\\"):
+        for k in range(12):
+            text = "a" * k + escape + "b" * 12
+            pieces = _fold(text, 9, 9)
+            assert "".join(pieces) == text
+            start = text.index("\\")
+            ends, at = [], 0
+            for piece in pieces:
+                at += len(piece)
+                ends.append(at)
+            assert not any(start < end < start + len(escape) for end in ends), (escape, k, pieces)
+            assert all(len(p) <= 9 for p in pieces if "\\" not in p)
+    assert _fold("ab\\", 8, 8) == ["ab\\"]  # a lone backslash at the end is kept
