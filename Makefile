@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/agent.py
 	$(BIN)/python bench/langgraph.py
 	$(BIN)/python bench/search.py
+	$(BIN)/python bench/mcp.py
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -77,8 +77,7 @@ def test_unregister_and_not_found_suggestions() -> None:
 
 
 def test_aliases_for_names_providers_cannot_take() -> None:
-    registry = ToolRegistry([make("math.factorial"), make("math_factorial"), make("n" * 80)])
-    # "math_factorial" arrived after "math.factorial" took that alias: the real name wins.
+    registry = ToolRegistry([make("math_factorial"), make("math.factorial"), make("n" * 80)])
     # "math.factorial" would clash with a real tool's name, so it gets a hashed alias.
     alias = registry.wire_name("math.factorial")
     assert alias != "math_factorial" and PROVIDER_NAME_PATTERN.match(alias)
@@ -93,6 +92,37 @@ def test_aliases_for_names_providers_cannot_take() -> None:
     assert provider_safe_name("a.b:c") == "a_b_c"
     registry.unregister(alias)
     assert alias not in registry
+
+
+def test_a_real_tool_cannot_take_another_tools_alias() -> None:
+    """A model calls `math_factorial` (the alias of `math.factorial`); a later tool of that name must not
+    capture those calls mid-conversation."""
+    registry = ToolRegistry([make("math.factorial")])
+    assert registry.wire_name("math.factorial") == "math_factorial"
+    version = registry.version
+    with pytest.raises(ToolAlreadyExistsError, match=r"provider alias of 'math\.factorial'") as info:
+        registry.register(make("math_factorial"))
+    assert info.value.name == "math_factorial" and info.value.suggestions
+    assert registry.get("math_factorial").name == "math.factorial"
+    assert registry.wire_name("math.factorial") == "math_factorial" and registry.version == version
+    registry.unregister("math.factorial")
+    assert registry.register(make("math_factorial")).name == "math_factorial"
+
+
+def test_a_prefixed_view_routes_the_shortened_names_it_exports() -> None:
+    long_name = "fetch_" + "x" * 56
+    registry = ToolRegistry([make(long_name), make("a.b")])
+    view = registry.prefixed("github")
+    exported = [d["function"]["name"] for d in view.definitions("openai")]
+    assert all(PROVIDER_NAME_PATTERN.match(n) for n in exported)
+    assert exported[0] != "github_" + long_name  # shortened with a hash
+    for wire, original in zip(exported, (long_name, "a.b"), strict=True):
+        found = view.get(wire)
+        assert found.name == "github_" + original
+        assert view.original_name(wire) == "github_" + original
+        assert found.validate({"x": 2}) == {"x": 2}
+    assert view.find("github_" + long_name) is not None
+    assert view.find("gitlab_" + long_name) is None
 
 
 def test_register_is_safe_under_threads() -> None:

@@ -17,10 +17,10 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Unpack, overload
 
 from toolrun.exceptions import ToolAlreadyExistsError, ToolNotFoundError
-from toolrun.tools import PROVIDER_NAME_PATTERN, Tool
+from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolOptionsKwargs
 
 if TYPE_CHECKING:
     from toolrun.search import ToolIndex
@@ -250,13 +250,15 @@ class ToolRegistry(ToolSet):
         return self._version
 
     @overload
-    def register(self, tool: Tool | Callable[..., Any], /, **options: Any) -> Tool: ...
+    def register(self, tool: Tool | Callable[..., Any], /, **options: Unpack[ToolOptionsKwargs]) -> Tool: ...
 
     @overload
-    def register(self, tool: None = None, /, **options: Any) -> Callable[[Callable[..., Any]], Tool]: ...
+    def register(
+        self, tool: None = None, /, **options: Unpack[ToolOptionsKwargs]
+    ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     def register(
-        self, tool: Tool | Callable[..., Any] | None = None, /, **options: Any
+        self, tool: Tool | Callable[..., Any] | None = None, /, **options: Unpack[ToolOptionsKwargs]
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
         """Add a tool; a plain function is made a tool first (with `options`).
 
@@ -272,12 +274,18 @@ class ToolRegistry(ToolSet):
         with self._lock:
             if tool.name in self._tools:
                 raise ToolAlreadyExistsError(tool.name, self._free_names(tool.name))
-            displaced = self._aliases.pop(tool.name, None)
-            if displaced is not None:
-                # A real name wins over another tool's alias; that tool moves to its hashed alias.
-                moved = _hashed_alias(displaced)
-                self._aliases[moved] = displaced
-                self._wire[displaced] = moved
+            owner = self._aliases.get(tool.name)
+            if owner is not None:
+                # The name is another tool's provider alias: models (and saved conversations) already
+                # call that tool by it. Taking it over would reroute their calls to this tool.
+                error = ToolAlreadyExistsError(tool.name, self._free_names(tool.name))
+                examples = " or ".join(map(repr, error.suggestions))
+                error.args = (
+                    f"Tool name {tool.name!r} is already the provider alias of {owner!r}: calls to it go "
+                    f"to {owner!r}, and registering another tool under it would reroute them. Choose "
+                    f"another name{', e.g. ' + examples if examples else ''}, or unregister {owner!r} first.",
+                )
+                raise error
             alias = provider_safe_name(tool.name)
             if alias != tool.name and (alias in self._tools or alias in self._aliases):
                 alias = _hashed_alias(tool.name)
@@ -393,6 +401,8 @@ class PrefixedView(ToolSet):
         self._head = prefix + separator
         self._renamed: dict[str, Tool] = {}
         self._renamed_version = -1
+        self._by_wire: dict[str, str] = {}  # exported (possibly shortened) name -> base name
+        self._by_wire_version = -1
 
     @property
     def version(self) -> int:
@@ -414,10 +424,22 @@ class PrefixedView(ToolSet):
         return [self._rename(t) for t in self._base.tools()]
 
     def find(self, name: str) -> Tool | None:
-        if not name.startswith(self._head):
-            return None
-        tool = self._base.find(name[len(self._head) :])
+        tool = self._base.find(name[len(self._head) :]) if name.startswith(self._head) else None
+        if tool is None:
+            # A name this view exported in shortened form (prefix + a long name: hashed to 64 characters).
+            inner = self._wire_names().get(name)
+            tool = self._base.find(inner) if inner is not None else None
         return self._rename(tool) if tool is not None else None
+
+    def _wire_names(self) -> dict[str, str]:
+        if self._by_wire_version != self._base.version:
+            table: dict[str, str] = {}
+            for tool in self._base.tools():
+                wire = self.wire_name(self._head + tool.name)
+                if wire != self._head + tool.name:
+                    table[wire] = tool.name
+            self._by_wire, self._by_wire_version = table, self._base.version
+        return self._by_wire
 
     def wire_name(self, name: str) -> str:
         inner = name[len(self._head) :] if name.startswith(self._head) else name

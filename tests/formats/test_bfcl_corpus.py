@@ -84,9 +84,14 @@ def test_every_function_doc_loads_registers_and_exports_cleanly(corpus: Path, ca
     assert exported == functions * len(FORMATS) * 2
     errors = {k: n for k, n in violations.items() if k[2] == "error"}
     assert errors == {}, errors
-    # No warning either: the documented warning classes (Gemini parameter names, MCP ':' names, >500 enum
-    # values) do not occur in this corpus.
-    assert violations == Counter(), violations
+    # No warning either, but one: the documented warning classes (Gemini parameter names, MCP ':' names, >500
+    # enum values) do not occur in this corpus; a free-form object (a `dict` parameter without properties)
+    # makes a strict export non-strict, named by a FREEFORM warning, rather than letting the model send {}.
+    freeform = {k: n for k, n in violations.items() if k[3].endswith("-S-FREEFORM")}
+    assert all(
+        strict and fmt in ("openai", "openai-responses", "anthropic") for fmt, strict, _, _ in freeform
+    )
+    assert violations - Counter(freeform) == Counter(), violations
 
 
 def test_dotted_names_get_aliases_and_map_back(corpus: Path) -> None:

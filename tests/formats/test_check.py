@@ -236,8 +236,17 @@ def test_definition_claiming_strict_is_checked_as_strict() -> None:
     assert hits(check(oai(loose, strict=True), "openai"), "OAI-S-ADDPROPS")
     assert hits(check(resp(loose, strict=True), "openai-responses"), "OAI-S-ADDPROPS")
     assert hits(check(ant(loose, strict=True), "anthropic"), "ANT-S-ADDPROPS")
-    # strict: false in the definition does not weaken a strict check requested by the caller.
-    assert hits(check(oai(loose, strict=False), "openai", strict=True), "OAI-S-ADDPROPS")
+    # strict: false in the definition does not weaken a strict check requested by the caller...
+    bad_required = {**loose, "additionalProperties": False, "required": []}
+    assert hits(check(oai(bad_required, strict=False), "openai", strict=True), "OAI-S-REQUIRED")
+    # ...except for free-form objects: strict mode could only close them (the model could then send only
+    # {}), so toolrun exports such a tool non-strict; the checker names each object and checks the rest as
+    # the plain definition it is.
+    for definition, provider in ((oai(loose, strict=False), "openai"), (ant(loose), "anthropic")):
+        violations = check(definition, provider, strict=True)
+        rule = {"openai": "OAI-S-FREEFORM", "anthropic": "ANT-S-FREEFORM"}[provider]
+        assert [(v.rule, v.severity) for v in violations] == [(rule, "warning")]
+        assert violations[0].path in ("/function/parameters", "/input_schema")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -454,7 +463,7 @@ VIOLATIONS = [
     (
         "anthropic",
         True,
-        ant(params(o={"type": "object", "properties": {}})),
+        ant(params(o={"type": "object", "properties": {}}), strict=True),
         "ANT-S-ADDPROPS",
         "/input_schema/properties/o/additionalProperties",
         "error",

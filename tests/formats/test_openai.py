@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from toolrun import Tool, ToolError, ToolRegistry, ToolResult, tool
 from toolrun.exceptions import SchemaError
-from toolrun.formats import ToolCallParseError, get_format
+from toolrun.formats import ToolCallParseError, check, get_format
 from toolrun.formats.openai import OpenAIStrictSchema
 
 from .conftest import Address, errors, search_tasks, weather_tool
@@ -255,6 +255,7 @@ def test_strict_any_value_and_free_form_object_are_narrowed_and_documented() -> 
         "type": "object",
         "properties": {"anything": {"description": "Any value."}, "extra": {"type": "object"}},
         "required": ["anything", "extra"],
+        "additionalProperties": False,
     }
     transformer = OpenAIStrictSchema(schema)
     out = transformer.transform()
@@ -268,7 +269,38 @@ def test_strict_any_value_and_free_form_object_are_narrowed_and_documented() -> 
         "additionalProperties": False,
     }
     assert any("any value" in c for c in transformer.changes)
-    assert any("object closed" in c for c in transformer.changes)
+    # A free-form object cannot be expressed: the format exports such a tool non-strict (see below).
+    assert transformer.free_form == ["/properties/extra"]
+    assert [rule for rule, _, _ in transformer.findings] == ["OAI-S-ANY"]
+
+
+def test_a_free_form_object_makes_the_strict_export_non_strict_with_a_finding_naming_it() -> None:
+    """dict[str, X], list[dict] and free-form objects would be closed in strict mode (only {} could be
+    sent): the tool is exported non-strict, faithfully, and `check(tool)` names the parameter."""
+
+    @tool
+    def tag(labels: dict[str, int], rows: list[dict[str, str]], note: str = "") -> str:
+        """Tag things."""
+        return "ok"
+
+    for fmt, path in (("openai", "/function/parameters"), ("openai-responses", "/parameters")):
+        definition = get_format(fmt).definition(tag, strict=True)
+        body = definition.get("function", definition)
+        assert body["strict"] is False
+        assert body["parameters"]["properties"]["labels"]["additionalProperties"] == {"type": "integer"}
+        assert body["parameters"]["properties"]["rows"]["items"]["additionalProperties"] == {"type": "string"}
+        assert check(definition, fmt, strict=True) == [
+            v for v in check(definition, fmt, strict=True) if v.rule == "OAI-S-FREEFORM"
+        ]
+        found = {(v.rule, v.path) for v in check(tag, fmt, strict=True)}
+        assert ("OAI-S-FREEFORM", f"{path}/properties/labels") in found
+        assert ("OAI-S-FREEFORM", f"{path}/properties/rows/items") in found
+    anthropic = get_format("anthropic").definition(tag, strict=True)
+    assert "strict" not in anthropic
+    assert {v.rule for v in check(tag, "anthropic", strict=True)} == {"ANT-S-FREEFORM"}
+    # A closed tool stays strict, and its check has nothing to say.
+    assert chat.definition(ship, strict=True)["function"]["strict"] is True
+    assert check(ship, "openai", strict=True) == []
 
 
 def test_strict_rewrites_oneof_allof_type_lists_and_ref_siblings() -> None:

@@ -192,7 +192,10 @@ def test_generated_tools_export_to_every_format_without_checker_errors(parameter
                 continue
             # Not even a warning: the documented ones (parameter names Gemini dislikes, MCP names with ':',
             # more than 500 enum values) cannot occur in these generated schemas.
-            problems = check(definition, name, strict=strict)
+            # A free-form object makes a strict export non-strict, named by a FREEFORM warning.
+            problems = [
+                v for v in check(definition, name, strict=strict) if not v.rule.endswith("-S-FREEFORM")
+            ]
             assert problems == [], (name, strict, json.dumps(definition)[:2000])
 
 

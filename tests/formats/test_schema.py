@@ -253,11 +253,20 @@ def zoo(
 @pytest.mark.parametrize(("fmt", "strict"), ALL_EXPORTS)
 def test_type_zoo_exports_cleanly(fmt: str, strict: bool) -> None:
     definition = get_format(fmt).definition(zoo, strict=strict)
-    assert check(definition, fmt, strict=strict) == []  # no error, and no warning either
+    # No error, and no warning but one: `counts: dict[str, int]` and `Box.sizes: dict[str, float]` are
+    # free-form objects, which strict modes can only close (the model could send only {}), so the strict
+    # export falls back to the plain one, and the checker names both.
+    found = check(definition, fmt, strict=strict)
+    if strict and fmt in ("openai", "openai-responses", "anthropic"):
+        rule = ("ANT" if fmt == "anthropic" else "OAI") + "-S-FREEFORM"
+        assert {v.rule for v in found} == {rule}
+        assert sorted(v.path.split("/properties/")[-1].split("/")[0] for v in found) == ["counts", "sizes"]
+    else:
+        assert found == []
 
 
 def test_type_zoo_strict_nulls_mean_defaults() -> None:
-    schema = get_format("openai").definition(zoo, strict=True)["function"]["parameters"]
+    schema = OpenAIStrictSchema(zoo.parameters).transform()  # the strict schema (exported non-strict: counts)
     call: dict[str, Any] = dict.fromkeys(schema["required"])
     call["when"] = "2024-05-01T10:00:00Z"
     values = zoo.validate(json.dumps(call))

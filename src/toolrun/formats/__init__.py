@@ -31,6 +31,14 @@ checker *warnings* an export can still draw are:
 - `OAI-L-ENUM`: 501 to 1,000 enum values in one strict schema (an older, undocumented OpenAI limit);
 - `SCHEMA-REF-UNRESOLVED`: a plain export of a schema whose `$ref` points nowhere (copied as it is; the
   strict and Gemini exports replace it).
+- `OAI-S-FREEFORM` / `ANT-S-FREEFORM`: a strict export of a tool with a free-form object (`dict[str, X]`,
+  `list[dict]`, an object open to other keys) is not strict (strict mode could only close the object, and
+  the model could then send only `{}`); the warning names each such object.
+
+`check(tool, provider, strict=...)` also takes a `Tool`: it exports it, checks the definition, and reports
+what the export had to give up: `SCHEMA-ROOT-UNION` (root `anyOf`/`oneOf`/`allOf` alternatives stated in
+the description; every field they describe is a property and the validator still enforces them), the
+FREEFORM warnings above, and `OAI-S-ANY` (a value of any type narrowed to scalars in OpenAI strict mode).
 
 A schema that cannot be expressed at all (OpenAI strict-mode size limits, nesting beyond 64 levels, a `$ref`
 fan-out beyond 20,000 nodes) raises `toolrun.exceptions.SchemaError` instead of producing a definition the

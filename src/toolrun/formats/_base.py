@@ -220,6 +220,43 @@ class BaseFormat:
     """Transformer for strict mode; None when the API has no strict mode (then `strict` is ignored)."""
     name_pattern: ClassVar[re.Pattern[str]] = PROVIDER_NAME_PATTERN
     """Names the API accepts as they are."""
+    schema_path: ClassVar[str] = "/parameters"
+    """JSON pointer of the parameters schema inside a definition (for checker findings)."""
+
+    free_form_rule: ClassVar[str] = "SCHEMA-FREEFORM"
+    """Checker rule naming a free-form object that made a strict export fall back to the plain one."""
+
+    def export(
+        self, parameters: Mapping[str, Any], *, strict: bool
+    ) -> tuple[dict[str, Any], bool, list[tuple[str, str, str]]]:
+        """The parameters schema, whether it is strict, and what the export loses (checker findings).
+
+        A strict export that meets a free-form object (`dict[str, X]`, `list[dict]`, an object open to
+        other keys) falls back to the plain schema, not strict: strict mode would close the object and the
+        model could then send only `{}` for it. A finding names each such parameter (`free_form_rule`).
+        """
+        transformer = self.transformer(parameters, strict=strict)
+        schema = transformer.transform()
+        if not (strict and self.strict_transformer is not None):
+            return schema, False, transformer.findings
+        if not transformer.free_form:
+            return schema, True, transformer.findings
+        findings = [
+            (
+                self.free_form_rule,
+                path,
+                f"{path or 'the arguments object'} is a free-form object (keys strict mode cannot describe): "
+                "the tool is exported non-strict, since in strict mode the model could send only {} for it. "
+                "Give it fixed properties to keep strict mode.",
+            )
+            for path in transformer.free_form
+        ]
+        plain = self.transformer(parameters, strict=False)
+        return plain.transform(), False, findings + plain.findings
+
+    def findings(self, tool: Tool, *, strict: bool) -> list[tuple[str, str, str]]:
+        """What exporting `tool` loses that a checker reports: (rule, pointer into the schema, message)."""
+        return self.export(tool.parameters, strict=strict)[2]
 
     def wire_name(self, tool: Tool, name: str | None) -> str:
         """The name to send: `name` if given, else the tool's; refused if the API would reject it."""

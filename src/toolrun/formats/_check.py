@@ -21,7 +21,9 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 from urllib.parse import unquote
 
+from toolrun.exceptions import SchemaError
 from toolrun.formats._schema import is_missing, resolve_pointer, type_names
+from toolrun.tools import PROVIDER_NAME_PATTERN, Tool
 
 __all__ = ["MAX_DEPTH", "PROVIDERS", "Violation", "check", "check_request"]
 
@@ -142,6 +144,42 @@ def _camel(key: object) -> str:
     if not head or not rest:
         return text
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _free_form_paths(schema: Mapping[Any, Any]) -> list[str]:
+    """Pointers of object schemas open to keys beyond their properties (bounded, iterative, in order)."""
+    found: list[str] = []
+    stack: list[tuple[object, str, int]] = [(schema, "", 0)]
+    seen = 0
+    while stack and seen < 20_000:
+        node, ptr, depth = stack.pop()
+        seen += 1
+        if not isinstance(node, Mapping) or depth > MAX_DEPTH:
+            continue
+        kinds = node.get("type")
+        is_object = (
+            kinds == "object"
+            or (isinstance(kinds, list) and "object" in kinds)
+            or (kinds is None and "properties" in node)
+        )
+        if is_object and (
+            node.get("additionalProperties", True) is not False or node.get("patternProperties")
+        ):
+            found.append(ptr)
+        children: list[tuple[object, str, int]] = []
+        for key in ("properties", "$defs", "definitions"):
+            value = node.get(key)
+            if isinstance(value, Mapping):
+                children.extend((sub, f"{ptr}/{key}/{_key(n)}", depth + 1) for n, sub in value.items())
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), Mapping):
+                children.append((node[key], f"{ptr}/{key}", depth + 1))
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            value = node.get(key)
+            if isinstance(value, list):
+                children.extend((sub, f"{ptr}/{key}/{i}", depth + 1) for i, sub in enumerate(value))
+        stack.extend(reversed(children))
+    return found
 
 
 class _Report:
@@ -915,6 +953,8 @@ class _Provider:
     NAME_RE: ClassVar[re.Pattern[str]] = re.compile(r"[a-zA-Z0-9_-]{1,64}")
     NAME_HINT: ClassVar[str] = "1-64 characters of a-z, A-Z, 0-9, '_' and '-' (no dots or spaces)"
     MAX_TOOLS: ClassVar[tuple[str, int] | None] = None  # (rule, limit) for check_request
+    FREEFORM_RULE: ClassVar[str] = "SCHEMA-FREEFORM"
+    NOT_STRICT: ClassVar[bool | None] = False  # how a definition says "not strict" (Anthropic: no flag)
 
     def __init__(self, *, strict: bool) -> None:
         self.strict = strict
@@ -959,13 +999,32 @@ class _Provider:
                 "DESC-EMPTY", path, "the tool has no description; models pick and fill tools by it. Add one."
             )
 
-    def check_strict_flag(self, holder: Mapping[Any, Any], base: str) -> bool:
-        """Validate the ``strict`` field; the check is strict if the caller or the definition asks."""
+    def check_strict_flag(self, holder: Mapping[Any, Any], base: str, schema_key: str | None = None) -> bool:
+        """Validate the ``strict`` field; the check is strict if the caller or the definition asks.
+
+        A definition the caller wants strict but that says it is not (OpenAI ``"strict": false``; Anthropic:
+        no ``strict``), and whose schema has free-form objects, is a strict export that fell back to a plain
+        one (strict mode could only close those objects): each object is reported (``FREEFORM_RULE``) and
+        the rest is checked as the plain definition it is.
+        """
         flag = holder.get("strict")
         if flag is not None and not isinstance(flag, bool):
             self.report.error(self.ENV_RULE, _join(base, "strict"), "'strict' must be true or false.")
-        self.result.strict = self.strict or flag is True
-        return self.result.strict
+        strict = self.strict or flag is True
+        schema = holder.get(schema_key) if schema_key is not None else None
+        if self.strict and flag is self.NOT_STRICT and isinstance(schema, Mapping):
+            where = _join(base, schema_key)
+            for ptr in _free_form_paths(schema):
+                strict = False
+                self.report.warn(
+                    self.FREEFORM_RULE,
+                    where + ptr,
+                    "a free-form object (keys strict mode cannot describe, e.g. dict[str, X]): the tool is "
+                    "not strict, since in strict mode the model could send only {} here. Give the object "
+                    "fixed properties to make the tool strict.",
+                )
+        self.result.strict = strict
+        return strict
 
     def unknown_keys(
         self, holder: Mapping[Any, Any], base: str, known: frozenset[str], severity: Severity
@@ -994,6 +1053,7 @@ class _OpenAIChat(_Provider):
 
     ENV_RULE = "OAI-ENV-1"
     NAME_RULE = "OAI-NAME-1"
+    FREEFORM_RULE = "OAI-S-FREEFORM"
     MAX_TOOLS = ("OAI-TOOLS-1", 128)
     FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 
@@ -1013,7 +1073,7 @@ class _OpenAIChat(_Provider):
     def function(self, function: Mapping[Any, Any], base: str) -> None:
         self.check_name(function, base)
         self.check_description(function, base)
-        strict = self.check_strict_flag(function, base)
+        strict = self.check_strict_flag(function, base, "parameters")
         self.unknown_keys(function, base, self.FUNCTION_KEYS, "warning")
         if "parameters" not in function:
             return  # an omitted schema means "no parameters" (OAI-PARAMS-1)
@@ -1076,6 +1136,8 @@ class _Anthropic(_Provider):
 
     ENV_RULE = "ANT-ENV-1"
     NAME_RULE = "ANT-NAME-1"
+    FREEFORM_RULE = "ANT-S-FREEFORM"
+    NOT_STRICT = None
     KEYS = frozenset(
         {"name", "description", "input_schema", "strict", "input_examples", "cache_control", "type"}
     )
@@ -1089,7 +1151,7 @@ class _Anthropic(_Provider):
             return
         self.check_name(definition, "")
         self.check_description(definition, "")
-        strict = self.check_strict_flag(definition, "")
+        strict = self.check_strict_flag(definition, "", "input_schema")
         self.unknown_keys(definition, "", self.KEYS, "warning")
         if "input_schema" not in definition:
             self.report.error(self.ENV_RULE, "/input_schema", "custom tools need an 'input_schema'.")
@@ -1286,14 +1348,17 @@ def _provider(provider: str) -> type[_Provider]:
 # --------------------------------------------------------------------------------------------------
 
 
-def check(definition: Mapping[str, Any], provider: str, *, strict: bool = False) -> list[Violation]:
+def check(definition: Mapping[str, Any] | Tool, provider: str, *, strict: bool = False) -> list[Violation]:
     """Check one tool definition against a provider's rules.
 
     Args:
         definition: The tool exactly as it would be sent: a Chat Completions tool (``"openai"``), a flat
             Responses tool (``"openai-responses"``), an Anthropic custom tool, one Gemini
             FunctionDeclaration, or an MCP Tool. Untrusted input is fine: nothing is followed or
-            recursed into without a bound.
+            recursed into without a bound. Or a `Tool`: it is exported for the provider and checked, and
+            what the export had to give up is reported too, as warnings (`SCHEMA-ROOT-UNION`: root
+            alternatives stated in the description; `OAI-S-FREEFORM`/`ANT-S-FREEFORM`: a free-form object
+            that made a strict export non-strict; `OAI-S-ANY`: "any value" narrowed to scalars).
         provider: One of ``"openai"``, ``"openai-responses"``, ``"anthropic"``, ``"gemini"``, ``"mcp"``.
         strict: Apply the strict-mode subset and size limits (OpenAI, Anthropic). A definition that says
             ``"strict": true`` is checked as strict regardless. Ignored for Gemini and MCP.
@@ -1304,7 +1369,34 @@ def check(definition: Mapping[str, Any], provider: str, *, strict: bool = False)
     Raises:
         ValueError: If ``provider`` is unknown.
     """
+    if isinstance(definition, Tool):
+        return _check_tool(definition, provider, strict=strict)
     return _provider(provider)(strict=strict).run(definition).violations
+
+
+def _check_tool(tool: Tool, provider: str, *, strict: bool) -> list[Violation]:
+    from toolrun.formats import get_format  # the formats package imports this module
+
+    _provider(provider)  # an unknown provider is a ValueError, as for definitions
+    fmt = get_format(provider)
+    name = (
+        tool.name
+        if PROVIDER_NAME_PATTERN.match(tool.name)
+        else re.sub(r"[^a-zA-Z0-9_-]", "_", tool.name)[:64]
+    )
+    try:
+        definition = fmt.definition(tool, strict=strict, name=name)
+        losses = getattr(fmt, "findings", None)
+        findings: list[tuple[str, str, str]] = losses(tool, strict=strict) if callable(losses) else []
+    except SchemaError as exc:
+        return [Violation(rule="EXPORT-1", path="", message=str(exc), severity="error")]
+    violations = _provider(provider)(strict=strict).run(definition).violations
+    reported = {(v.rule, v.path) for v in violations}
+    base = getattr(fmt, "schema_path", "")
+    for rule, ptr, message in findings:
+        if (rule, base + ptr) not in reported:
+            violations.append(Violation(rule=rule, path=base + ptr, message=message, severity="warning"))
+    return violations
 
 
 def check_request(

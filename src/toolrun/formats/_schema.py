@@ -458,6 +458,10 @@ class SchemaTransformer:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.root = schema
         self.changes: list[str] = []
+        self.findings: list[tuple[str, str, str]] = []
+        """Losses a checker reports as warnings: (rule, JSON pointer into the exported schema, message)."""
+        self.free_form: list[str] = []
+        """Pointers of objects whose keys a strict dialect cannot describe (`dict[str, X]`, free-form)."""
         self._nodes = 0
         self._inlining: list[str] = []
         self._cuts: list[dict[str, Any]] = []  # kept alive so that their ids stay unique
@@ -596,6 +600,45 @@ class SchemaTransformer:
             del props[name]
             self.changes.append(f"{at.path or '/'}/properties/{name}: optional recursion left out at the cut")
 
+    def root_alternatives(self, node: dict[str, Any], notes: list[str]) -> None:
+        """State the root's `anyOf`/`oneOf`/`allOf` in its description (providers take no root unions).
+
+        The tool's validator still enforces them; the fields they describe are listed in the root's
+        `properties` already (`Tool.from_schema`). A checker finding says the provider sees them as text.
+        """
+        for key in ("anyOf", "oneOf", "allOf"):
+            if key not in node:
+                continue
+            branches = node.pop(key)
+            # What was said about the alternatives' own nodes no longer applies: they are text now.
+            self.free_form = [p for p in self.free_form if not p.startswith(f"/{key}/")]
+            self.findings = [f for f in self.findings if not f[1].startswith(f"/{key}/")]
+            if isinstance(branches, list):
+                joined = "; ".join(self.alternative(b) for b in branches)
+            else:
+                joined = label(branches)
+            word = "all" if key == "allOf" else "one"
+            notes.append(f"Must match {word} of: {joined}.")
+            self.changes.append(f"/: top-level '{key}' moved into the description")
+            self.findings.append(
+                (
+                    "SCHEMA-ROOT-UNION",
+                    "",
+                    f"the root '{key}' cannot be sent to this provider as a schema: its alternatives are "
+                    "stated in the description, every field is listed as a property, and the tool's "
+                    "validator still enforces them.",
+                )
+            )
+
+    def alternative(self, branch: Any) -> str:
+        """A few words naming an object alternative by its fields ("fields a (required), b")."""
+        branch = self.resolve(branch)
+        props = branch.get("properties") if isinstance(branch, Mapping) else None
+        if not isinstance(props, Mapping) or not props:
+            return label(branch)
+        required = set(list_value(branch, "required")) if isinstance(branch, dict) else set()
+        return "fields " + ", ".join(f"{n} (required)" if n in required else str(n) for n in props)
+
     def move(self, node: dict[str, Any], key: str, notes: list[str], at: At, *, why: str = "") -> None:
         """Take `key` out of `node` and keep its meaning as a description sentence."""
         if key not in node:
@@ -685,15 +728,7 @@ class PlainSchema(SchemaTransformer):
         if not at.is_root:
             return node
         notes: list[str] = []
-        for key in ("anyOf", "oneOf", "allOf"):
-            if key in node:
-                branches = node.pop(key)
-                joined = (
-                    "; ".join(label(b) for b in branches) if isinstance(branches, list) else label(branches)
-                )
-                word = "all" if key == "allOf" else "one"
-                notes.append(f"Must match {word} of: {joined}.")
-                self.changes.append(f"/: top-level '{key}' moved into the description")
+        self.root_alternatives(node, notes)
         if notes:
             node["description"] = with_notes(node.get("description"), notes)
         return node

@@ -27,7 +27,8 @@ Strict mode (strict tool use) rewrites the schema with `AnthropicStrictSchema`:
   are inlined twice and then cut (strict tool use rejects recursion): an optional property that would
   recurse further is left out, a required one becomes a string (the loss is stated in its description);
 - *any value* becomes a string (a union would spend the small union budget): the model sends text for it;
-- a free-form object becomes a closed object without properties (only `{}` can be sent);
+- a free-form object (`dict[str, X]`, an object open to other keys) cannot be closed without letting the
+  model send only `{}`: such a tool is exported non-strict (no `"strict"`), named by `ANT-S-FREEFORM`;
 - budgets per definition: at most 24 optional properties (beyond that the deepest become required) and at
   most 16 unions (beyond that the deepest keep only their first non-null branch, the others named in the
   description). The same budgets apply to *all strict tools of one request* together, which one definition
@@ -167,10 +168,10 @@ class AnthropicStrictSchema(AnthropicSchema):
         self.drop_cut_properties(node, at)
         props = node["properties"] = mapping_value(node, "properties")
         extra = node.get("additionalProperties")
-        if extra is not None and extra is not False:
-            self.changes.append(
-                f"{at.path or '/'}: object closed (strict tool use needs additionalProperties false)"
-            )
+        if extra is not False or node.get("patternProperties"):
+            # Closing it would let the model send only `{}` for its keys: the tool is exported non-strict.
+            self.free_form.append(at.path)
+            self.changes.append(f"{at.path or '/'}: free-form object; the tool is exported non-strict")
         node["additionalProperties"] = False
         for key in ("patternProperties", "propertyNames", "minProperties", "maxProperties",
                     "unevaluatedProperties"):  # fmt: skip
@@ -375,17 +376,20 @@ class AnthropicFormat(BaseFormat):
     """Anthropic Messages API: custom tools, `tool_use` blocks, `tool_result` blocks."""
 
     name = "anthropic"
+    schema_path = "/input_schema"
+    free_form_rule = "ANT-S-FREEFORM"
     plain = AnthropicSchema
     strict_transformer = AnthropicStrictSchema
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
         """`{"name", "description", "input_schema"}`, plus `"strict": true` and `input_examples` if any."""
+        schema, is_strict, _ = self.export(tool.parameters, strict=strict)
         out: dict[str, Any] = {
             "name": self.wire_name(tool, name),
             "description": tool.description,
-            "input_schema": self.schema(tool.parameters, strict=strict),
+            "input_schema": schema,
         }
-        if strict:
+        if is_strict:
             out["strict"] = True
         if tool.options.examples:
             out["input_examples"] = [dict(example.input) for example in tool.options.examples]

@@ -151,6 +151,13 @@ class GeminiSchema(SchemaTransformer):
     def prepare(self, node: dict[str, Any], at: At) -> dict[str, Any]:
         if isinstance(node.get("allOf"), list):
             node = self.merge_all_of(node, at)
+        if at.is_root and isinstance(node.get("properties"), Mapping):
+            # Alternatives of the arguments object: their fields are the root's properties already; taking
+            # the first alternative would make its fields required for every call.
+            notes: list[str] = []
+            self.root_alternatives(node, notes)
+            if notes:
+                node["description"] = with_notes(node.get("description"), notes)
         for key in ("anyOf", "oneOf"):
             if isinstance(node.get(key), list):
                 node = self._collapse(node, key, at)

@@ -17,7 +17,7 @@ a list, an optional model) is wrapped as `{"type": "object", "properties": {"res
 
 `annotations` come from the tool's options: `readOnlyHint` (`read_only`), `destructiveHint`
 (`destructive`), `idempotentHint` (`idempotent`, implied by `read_only`), `openWorldHint` (`open_world`,
-left out when unknown).
+left out when unknown), `title` (`title`, left out when unset).
 
 MCP has no strict mode: `strict=True` gives the same definition as `strict=False`. Tool names are sent as
 given (MCP allows `.`); a name with `:` draws a checker warning (the spec's naming rule is a SHOULD).
@@ -74,6 +74,7 @@ class MCPFormat(BaseFormat):
     """MCP: `Tool` definitions, `tools/call` requests and `CallToolResult`s."""
 
     name = "mcp"
+    schema_path = "/inputSchema"
     name_pattern = NAME_PATTERN
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
@@ -94,6 +95,8 @@ class MCPFormat(BaseFormat):
         }
         if options.open_world is not None:
             annotations["openWorldHint"] = options.open_world
+        if options.title:
+            annotations["title"] = options.title
         out["annotations"] = annotations
         return out
 

@@ -40,8 +40,11 @@ Strict mode (`strict=True`, Structured Outputs) rewrites the parameters schema w
   a `$ref` with sibling keywords is wrapped as `anyOf: [{"$ref": ...}]`; `$defs` and recursion are kept;
 - *any value* (`{}`, a parameter with no type) becomes `anyOf` of string, number, boolean, null and an array
   of those: objects and nested arrays cannot be sent for it in strict mode;
-- a free-form object (`dict[str, int]`, `{"type": "object"}` without properties) becomes a closed object
-  with no properties: in strict mode the model can send only `{}` for it. Prefer non-strict mode there;
+- a free-form object (`dict[str, int]`, `list[dict]`, `{"type": "object"}` without properties, an object open
+  to other keys) cannot be expressed: strict mode could only close it, and the model could then send only
+  `{}`. Such a tool is exported non-strict (`"strict": false`, the plain schema, faithful), and the checker
+  names each such object (`OAI-S-FREEFORM`, from `check(tool, ...)` or `check(definition, ..., strict=True)`);
+  *any value* narrowed to scalars is reported as `OAI-S-ANY` by `check(tool, ...)`;
 - tuples (`prefixItems`) become arrays of exactly that many items, each item any of the listed types (the
   position of each type is stated in the description).
 
@@ -112,6 +115,9 @@ class OpenAIStrictSchema(SchemaTransformer):
     MAX_LEVELS, MAX_PROPS, MAX_ENUM, MAX_STRLEN = 10, 5_000, 1_000, 120_000
     BIG_ENUM, BIG_ENUM_CHARS = 250, 15_000
 
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        super().__init__(schema)
+
     def keep_ref(self, ref: str) -> bool:
         # Strict mode resolves `#` and top-level definitions only; other pointers are inlined.
         if ref == "#":
@@ -137,11 +143,7 @@ class OpenAIStrictSchema(SchemaTransformer):
         for key in METADATA & node.keys():
             del node[key]
         if at.is_root:
-            for key in ("anyOf", "oneOf"):
-                if key in node:
-                    branches = node.pop(key)
-                    notes.append("Must match one of: " + "; ".join(label(b) for b in branches) + ".")
-                    self.changes.append(f"/: root '{key}' moved into the description (OAI-S-ROOT)")
+            self.root_alternatives(node, notes)
         for key in ("allOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas"):
             self.move(node, key, notes, at)
         for key in ("default", "examples", "deprecated"):
@@ -175,6 +177,14 @@ class OpenAIStrictSchema(SchemaTransformer):
         for key in [k for k in node if k not in ("description", "title")]:
             self.move(node, key, notes, at)
         self.changes.append(f"{at.path or '/'}: any value → scalar, null or array of scalars (strict mode)")
+        self.findings.append(
+            (
+                "OAI-S-ANY",
+                at.path,
+                "any value is exported as a scalar, null or an array of scalars (strict mode has no 'any'): "
+                "the model cannot send an object here. Type the parameter, or export with strict=False.",
+            )
+        )
         out = {**any_value(), **descriptive(node)}
         return described(out, notes)
 
@@ -197,11 +207,14 @@ class OpenAIStrictSchema(SchemaTransformer):
     def _object(self, node: dict[str, Any], notes: list[str], at: At) -> None:
         props = node["properties"] = mapping_value(node, "properties")
         extra = node.get("additionalProperties", True)  # JSON Schema objects are open unless closed
-        if extra is not False:
+        if extra is not False or node.get("patternProperties"):
+            # Strict mode could only close it, and then a model could send nothing but `{}` for its keys:
+            # the tool is exported non-strict instead (see `OpenAIChatFormat.definition`).
             what = "its keys" if not props else "keys beyond its properties"
+            self.free_form.append(at.path)
             self.changes.append(
-                f"{at.path or '/'}: object closed (strict mode cannot describe {what}: "
-                f"{label(extra) if isinstance(extra, dict) else 'any'})"
+                f"{at.path or '/'}: free-form object (strict mode cannot describe {what}: "
+                f"{label(extra) if isinstance(extra, dict) else 'any'}); the tool is exported non-strict"
             )
         for key in ("patternProperties", "propertyNames", "minProperties", "maxProperties",
                     "unevaluatedProperties"):  # fmt: skip
@@ -326,20 +339,30 @@ def _arguments(reader: Reader, holder: Mapping[str, Any], path: str) -> str | Ma
     return value
 
 
-class OpenAIChatFormat(BaseFormat):
-    """OpenAI Chat Completions: `tools`, `message.tool_calls`, `role: "tool"` messages."""
-
-    name = "openai"
+class _OpenAIBase(BaseFormat):
     plain = PlainSchema
     strict_transformer = OpenAIStrictSchema
 
+    free_form_rule = "OAI-S-FREEFORM"
+
+
+class OpenAIChatFormat(_OpenAIBase):
+    """OpenAI Chat Completions: `tools`, `message.tool_calls`, `role: "tool"` messages."""
+
+    name = "openai"
+    schema_path = "/function/parameters"
+
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
-        """`{"type": "function", "function": {"name", "description", "parameters", "strict"}}`."""
+        """`{"type": "function", "function": {"name", "description", "parameters", "strict"}}`.
+
+        `strict` in the definition is false when a strict export is impossible (see `export`).
+        """
+        parameters, is_strict, _ = self.export(tool.parameters, strict=strict)
         function = {
             "name": self.wire_name(tool, name),
             "description": tool.description,
-            "parameters": self.schema(tool.parameters, strict=strict),
-            "strict": strict,
+            "parameters": parameters,
+            "strict": is_strict,
         }
         return {"type": "function", "function": function}
 
@@ -392,21 +415,22 @@ class OpenAIChatFormat(BaseFormat):
         return {"role": "tool", "tool_call_id": result.call_id, "content": result.render()}
 
 
-class OpenAIResponsesFormat(BaseFormat):
+class OpenAIResponsesFormat(_OpenAIBase):
     """OpenAI Responses API: flat function tools, `function_call` and `function_call_output` items."""
 
     name = "openai-responses"
-    plain = PlainSchema
-    strict_transformer = OpenAIStrictSchema
+    schema_path = "/parameters"
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
-        """`{"type": "function", "name", "description", "parameters", "strict"}` (`strict` always set)."""
+        """`{"type": "function", "name", "description", "parameters", "strict"}` (`strict` always set;
+        false when a strict export is impossible, see `export`)."""
+        parameters, is_strict, _ = self.export(tool.parameters, strict=strict)
         return {
             "type": "function",
             "name": self.wire_name(tool, name),
             "description": tool.description,
-            "parameters": self.schema(tool.parameters, strict=strict),
-            "strict": strict,
+            "parameters": parameters,
+            "strict": is_strict,
         }
 
     def parse_tool_calls(

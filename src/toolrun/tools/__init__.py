@@ -2,19 +2,22 @@
 
 from toolrun.tools._context import ToolBudget, ToolCall, ToolContext
 from toolrun.tools._decorator import tool
-from toolrun.tools._options import RateLimit, ToolExample, ToolOptions, parse_rate_limit
+from toolrun.tools._lenient import SchemaChange
+from toolrun.tools._options import RateLimit, ToolExample, ToolOptions, ToolOptionsKwargs, parse_rate_limit
 from toolrun.tools._tool import NAME_PATTERN, PROVIDER_NAME_PATTERN, Tool
 
 __all__ = [
     "NAME_PATTERN",
     "PROVIDER_NAME_PATTERN",
     "RateLimit",
+    "SchemaChange",
     "Tool",
     "ToolBudget",
     "ToolCall",
     "ToolContext",
     "ToolExample",
     "ToolOptions",
+    "ToolOptionsKwargs",
     "parse_rate_limit",
     "tool",
 ]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-__all__ = ["ToolBudget", "ToolCall", "ToolContext"]
+__all__ = ["ProgressReporter", "ToolBudget", "ToolCall", "ToolContext"]
+
+ProgressReporter = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+"""`async (progress, total, message) -> None`: where a tool's progress reports go (e.g. MCP progress)."""
 
 DepsT = TypeVar("DepsT", default=Any)
 
@@ -84,6 +87,8 @@ class ToolContext(Generic[DepsT]):
     """Your own dependencies (database handles, clients) for tools to use."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Anything else the application wants to hand to tools."""
+    progress: ProgressReporter | None = None
+    """Where `report_progress` sends a long tool's progress (set by the transport, e.g. the MCP server)."""
 
     def evolve(self, **changes: Any) -> ToolContext[DepsT]:
         """A copy with some fields changed."""
@@ -94,6 +99,21 @@ class ToolContext(Generic[DepsT]):
         new = time.time() + seconds
         deadline = new if self.deadline is None else min(self.deadline, new)
         return replace(self, deadline=deadline)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the caller how far a long tool has come (`progress` of `total`, both in any unit).
+
+        A no-op when nobody listens; a failing listener never fails the tool. Call it from async tools
+        (a sync tool runs in a worker thread, away from the event loop).
+        """
+        if self.progress is None:
+            return
+        try:
+            await self.progress(progress, total, message)
+        except Exception:  # progress is advisory: a closed connection must not fail the work
+            return
 
     @property
     def time_left(self) -> float | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Any, Unpack, overload
 
+from toolrun.tools._options import ToolOptionsKwargs
 from toolrun.tools._tool import Tool
 
 __all__ = ["tool"]
@@ -20,7 +21,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     flatten_model: bool = True,
-    **options: Any,
+    **options: Unpack[ToolOptionsKwargs],
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -31,7 +32,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     flatten_model: bool = True,
-    **options: Any,
+    **options: Unpack[ToolOptionsKwargs],
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a typed function (sync or async). Use as `@tool` or `@tool(destructive=True, ...)`.
 
@@ -47,7 +48,8 @@ def tool(
         flatten_model: When the only parameter is a Pydantic model, its fields are the arguments.
         **options: `read_only`, `destructive`, `idempotent`, `open_world`, `private`,
             `requires_confirmation`, `timeout`, `retries`, `rate_limit`, `cache_ttl`, `roles`, `tags`,
-            `sequential`, `examples` (see `ToolOptions`).
+            `sequential`, `examples`, `coerce` (see `ToolOptions`; typed by `ToolOptionsKwargs`, so a
+            misspelt option is a type error).
     """
 
     def decorate(func: Callable[..., Any]) -> Tool:

@@ -7,7 +7,9 @@ parameter may stand for the whole argument object; the return annotation gives a
 
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 import sys
 import types
 import typing
@@ -31,9 +33,20 @@ from pydantic_core import PydanticUndefined, to_jsonable_python
 from toolrun.exceptions import ToolDefinitionError
 from toolrun.tools._context import ToolContext
 from toolrun.tools._docstrings import parse_docstring
-from toolrun.tools._validation import PydanticArguments
+from toolrun.tools._raw_schema import close_objects
+from toolrun.tools._validation import PydanticArguments, may_hold_floats
 
-__all__ = ["FunctionSchema", "build_function_schema", "clean_schema", "is_context_annotation"]
+__all__ = [
+    "FunctionSchema",
+    "annotated_target",
+    "build_function_schema",
+    "callable_name",
+    "clean_schema",
+    "copy_json",
+    "is_async_callable",
+    "is_async_generator",
+    "is_context_annotation",
+]
 
 _FORBID = ConfigDict(extra="forbid")
 _NO_RETURN = inspect.Signature.empty
@@ -123,7 +136,10 @@ def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
     nullable_defaults = frozenset(
         name
         for name, info in model.model_fields.items()
-        if not info.is_required() and not _admits_none(info.annotation)
+        if not info.is_required()
+        and (
+            not _admits_none(info.annotation) or info.default is not None or info.default_factory is not None
+        )
     )
     keeps_extra = model.model_config.get("extra") in ("forbid", "allow")
     if keeps_extra and not nullable_defaults:
@@ -146,25 +162,82 @@ def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
     return type(model.__name__, (model,), namespace)
 
 
+def callable_name(fn: Callable[..., Any]) -> str | None:
+    """The default tool name of a callable: a function's name, a partial's function's, an object's class."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        return name
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(fn).__name__).lower()
+
+
+def annotated_target(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Any]:
+    """What holds the annotations of `fn` and what holds its docstring.
+
+    A `functools.partial` is read through to its function; a callable object through its `__call__`
+    (its docstring is the class's, or the method's when the class has none).
+    """
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn) or isinstance(fn, type):
+        return fn, fn
+    call = getattr(fn, "__call__", None)  # noqa: B004
+    if call is None:
+        return fn, fn
+    doc_owner: Any = type(fn) if type(fn).__doc__ else call
+    return call, doc_owner
+
+
+def is_async_generator(fn: Callable[..., Any]) -> bool:
+    """Whether calling `fn` (a function, partial or callable object) gives an async generator."""
+    target, _ = annotated_target(fn)
+    return inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(target)
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling `fn` (a function, partial or callable object) gives an awaitable."""
+    target, _ = annotated_target(fn)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+
+
 def build_function_schema(
     fn: Callable[..., Any],
     *,
     name: str,
     flatten_model: bool = True,
+    annotations: Mapping[str, Any] | None = None,
+    coerce: bool = False,
 ) -> FunctionSchema:
-    """Read `fn` into a `FunctionSchema`; raise `ToolDefinitionError` for anything a tool cannot take."""
+    """Read `fn` into a `FunctionSchema`; raise `ToolDefinitionError` for anything a tool cannot take.
+
+    `fn` may be a function, a method, a `functools.partial` (its bound arguments are not shown to the
+    model, which cannot override them) or a callable object. `annotations` fill in parameters that have
+    none (a `Tool` subclass's unannotated `run(self, params)` reads its `Params` class).
+    """
+    if is_async_generator(fn):
+        raise ToolDefinitionError(
+            f"Tool {name!r}: {fn!r} is an async generator function; a tool returns one result. Collect "
+            "the items into a list (or return an async function's result) instead of yielding them."
+        )
+    target, doc_owner = annotated_target(fn)
     try:
         signature = inspect.signature(fn)
-        hints = _type_hints(fn)
+        hints = _type_hints(target)
     except (NameError, TypeError) as exc:
         raise ToolDefinitionError(
             f"Tool {name!r}: cannot read the type annotations of {fn!r} ({exc}). Make every annotation "
             "importable at module level (avoid names defined only under TYPE_CHECKING)."
         ) from exc
-    doc = parse_docstring(inspect.getdoc(fn))
+    if annotations:
+        hints = {**{k: v for k, v in annotations.items() if k not in hints}, **hints}
+    bound = frozenset(fn.keywords) if isinstance(fn, functools.partial) else frozenset()
+    doc = parse_docstring(inspect.getdoc(doc_owner))
     context_param: str | None = None
     params: list[inspect.Parameter] = []
     for param in signature.parameters.values():
+        if param.name in bound:
+            continue  # bound by the developer with functools.partial: never the model's to set
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise ToolDefinitionError(
@@ -182,24 +255,37 @@ def build_function_schema(
     positional_only = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
     model_param = _single_model(params, hints) if flatten_model else None
     make_validator: Callable[[], PydanticArguments]
+    policy = _Policy(strict=not coerce)
     if model_param is not None:
         model = _strict_model(hints[model_param])
         parameters = model_json_schema(name, model)
-        ready = PydanticArguments(name, model, model_param=model_param)
+        policy.forbid_extra = _closes(parameters)
+        policy.scan_floats = may_hold_floats(parameters)
+        ready = PydanticArguments(
+            name,
+            model,
+            model_param=model_param,
+            strict=policy.strict,
+            forbid_extra=policy.forbid_extra,
+            scan_floats=policy.scan_floats,
+        )
         make_validator = lambda: ready  # noqa: E731
     else:
         composed = _compose_schema(name, params, hints, doc.params)
         if composed is not None:
             # The validator model is built on first use: registering and exporting many tools stays cheap.
-            parameters = composed
-            make_validator = lambda: _arguments_model(name, params, hints, doc.params)  # noqa: E731
+            parameters = composed  # its objects are closed already (see `_type_schema`)
+            policy.scan_floats = may_hold_floats(parameters)
+            make_validator = lambda: _arguments_model(name, params, hints, doc.params, policy)  # noqa: E731
         else:
-            eager = _arguments_model(name, params, hints, doc.params)
+            eager = _arguments_model(name, params, hints, doc.params, policy)
             parameters = model_json_schema(name, eager.model)
+            policy.forbid_extra = eager.forbid_extra = _closes(parameters)
+            eager.scan_floats = may_hold_floats(parameters)
             make_validator = lambda: eager  # noqa: E731
 
     return FunctionSchema(
-        name=fn.__name__ if hasattr(fn, "__name__") else name,
+        name=callable_name(fn) or name,
         description=doc.description,
         parameters=parameters,
         make_validator=make_validator,
@@ -207,13 +293,29 @@ def build_function_schema(
         positional_only=positional_only,
         return_type=hints.get("return", _NO_RETURN),
         param_descriptions=doc.params,
-        is_async=inspect.iscoroutinefunction(fn)
-        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004
+        is_async=is_async_callable(fn),
     )
 
 
+@dataclass
+class _Policy:
+    strict: bool = True
+    forbid_extra: bool = True
+    scan_floats: bool = True
+
+
+def _closes(parameters: dict[str, Any]) -> bool:
+    """Close the exported schema's nested objects as the validator will; False when some nested object
+    explicitly allows other keys (a model with `extra="allow"`): then each model's own setting holds."""
+    return close_objects(parameters, unless_open=True)
+
+
 def _arguments_model(
-    name: str, params: list[inspect.Parameter], hints: Mapping[str, Any], descriptions: Mapping[str, str]
+    name: str,
+    params: list[inspect.Parameter],
+    hints: Mapping[str, Any],
+    descriptions: Mapping[str, str],
+    policy: _Policy | None = None,
 ) -> PydanticArguments:
     """The Pydantic model that validates a model's arguments, one field per parameter."""
     renamed: dict[str, str] = {}
@@ -228,7 +330,9 @@ def _arguments_model(
             default = given.default
             factory = given.default_factory
         optional = (default is not param.empty and default is not PydanticUndefined) or factory is not None
-        if optional and not _admits_none(annotation):
+        if optional and (not _admits_none(annotation) or default is not None or factory is not None):
+            # `null` from a model means "not given" (strict exports make optional parameters nullable), also
+            # for a nullable parameter whose default is not None (`Optional[str] = "bob"`).
             annotation = Annotated[annotation, _null_means_default(default, factory)]
         extra: dict[str, Any] = {}
         has_desc = (given is not None and given.description) or _has_description(annotation)
@@ -253,7 +357,15 @@ def _arguments_model(
         model = create_model(f"{_model_name(name)}Arguments", __config__=_FORBID, **fields)
     except Exception as exc:  # Pydantic raises several types for unsupported annotations
         raise ToolDefinitionError(f"Tool {name!r}: cannot build a schema for its parameters: {exc}") from exc
-    return PydanticArguments(name, model, renamed=renamed)
+    policy = policy or _Policy()
+    return PydanticArguments(
+        name,
+        model,
+        renamed=renamed,
+        strict=policy.strict,
+        forbid_extra=policy.forbid_extra,
+        scan_floats=policy.scan_floats,
+    )
 
 
 _MISSING = object()
@@ -281,9 +393,22 @@ def _type_schema(name: str, annotation: Any) -> dict[str, Any] | None:
         schema = None
     elif schema is not None:
         clean_schema(schema)
+        # Objects refuse unknown keys at every depth, as the validator will (done once per type, here);
+        # a type with an object that explicitly allows other keys is not composed (its model decides).
+        if not close_objects({"properties": {"": schema}}, unless_open=True):
+            schema = None
     if len(_TYPE_SCHEMAS) < _TYPE_SCHEMA_CACHE_SIZE:
         _TYPE_SCHEMAS[annotation] = schema
     return schema
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars); several times faster than `deepcopy`."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) if isinstance(v, dict | list) else v for v in value]
+    return value
 
 
 def _compose_schema(
@@ -302,7 +427,7 @@ def _compose_schema(
         base = _type_schema(name, hints.get(param.name, Any))  # enums and models are inlined, not $ref
         if base is None:
             return None
-        prop = dict(base)
+        prop = copy_json(base)  # the cached type schema is shared: each tool gets its own nested dicts
         if param.default is param.empty:
             required.append(param.name)
         else:

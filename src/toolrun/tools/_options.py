@@ -9,11 +9,11 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from toolrun.exceptions import ToolDefinitionError
 
-__all__ = ["RateLimit", "ToolExample", "ToolOptions", "parse_rate_limit"]
+__all__ = ["RateLimit", "ToolExample", "ToolOptions", "ToolOptionsKwargs", "parse_rate_limit"]
 
 _PERIODS = {
     "s": 1.0,
@@ -114,6 +114,8 @@ class ToolOptions:
     """Calling again with the same arguments has no further effect: safe to retry and to cache."""
     open_world: bool | None = None
     """Reaches outside systems (web, email, third-party APIs) (MCP `openWorldHint`)."""
+    title: str | None = None
+    """A short human-readable name for UIs (MCP `annotations.title`); the model sees the name."""
     private: bool = False
     """Returns one principal's private data: cached per principal, never shared."""
     requires_confirmation: bool = False
@@ -134,10 +136,35 @@ class ToolOptions:
     """Never run concurrently with other calls of the same batch."""
     examples: tuple[ToolExample, ...] = ()
     """Worked examples, validated at definition time."""
+    coerce: bool = False
+    """Read arguments leniently (Pydantic's lax mode: `"5"` → 5, `"yes"` → True, `true` → 1) instead of
+    taking JSON types strictly. Unknown fields and non-finite numbers are refused either way."""
 
     @property
     def effective_idempotent(self) -> bool:
         return self.idempotent or self.read_only
+
+
+class ToolOptionsKwargs(TypedDict, total=False):
+    """The tool options as keyword arguments (`@tool(destructive=True, timeout=5)`), typed for editors and
+    type checkers: a misspelt option is a type error. See `ToolOptions` for what each one means."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool | None
+    private: bool
+    requires_confirmation: bool | None
+    timeout: float | None
+    retries: int
+    rate_limit: str | RateLimit | Mapping[str, Any] | None
+    cache_ttl: float | None
+    roles: Iterable[str] | str | None
+    tags: Iterable[str] | str | None
+    sequential: bool
+    examples: Iterable[ToolExample | Mapping[str, Any]]
+    coerce: bool
+    title: str | None
 
 
 _OPTION_NAMES = frozenset(ToolOptions.__dataclass_fields__)
@@ -201,4 +228,6 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
         values[name] = frozenset(raw)
 
     values["examples"] = tuple(ToolExample.coerce(e) for e in values.get("examples", ()) or ())
+    if not isinstance(values.get("coerce", False), bool):
+        raise ToolDefinitionError(f"Tool {tool_name!r}: coerce must be True or False.")
     return ToolOptions(**values)

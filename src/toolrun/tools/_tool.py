@@ -17,11 +17,12 @@ class DeleteTask(Tool, destructive=True):  # a class with a Pydantic `Params` mo
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
@@ -29,12 +30,21 @@ from pydantic import TypeAdapter, ValidationError
 
 from toolrun.exceptions import ArgumentsError, SchemaError, ToolDefinitionError, ToolExampleError
 from toolrun.tools._context import ToolContext
-from toolrun.tools._function_schema import build_function_schema, clean_schema, is_context_annotation
+from toolrun.tools._function_schema import (
+    annotated_target,
+    build_function_schema,
+    callable_name,
+    clean_schema,
+    is_async_callable,
+    is_async_generator,
+    is_context_annotation,
+)
 from toolrun.tools._lenient import normalize_schema
-from toolrun.tools._options import ToolOptions, build_options
+from toolrun.tools._options import ToolOptions, ToolOptionsKwargs, build_options
+from toolrun.tools._raw_schema import callable_root, close_objects
 from toolrun.tools._validation import ArgumentsValidator, JsonSchemaArguments
 
-__all__ = ["NAME_PATTERN", "PROVIDER_NAME_PATTERN", "Tool"]
+__all__ = ["NAME_PATTERN", "PROVIDER_NAME_PATTERN", "SubclassOptions", "Tool"]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$")
 """Names toolrun accepts. Names with `.`/`:` or over 64 characters get a provider-safe alias on export."""
@@ -44,12 +54,28 @@ PROVIDER_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _NONE_TYPES = (None, type(None), Any, inspect.Signature.empty)
 
 
+class SubclassOptions(ToolOptionsKwargs, total=False):
+    """What a `Tool` subclass's constructor takes: the tool options, and a name or description override."""
+
+    name: str
+    description: str
+
+
+def suggest_name(name: object) -> str:
+    """A name close to `name` that `NAME_PATTERN` accepts (for error messages; always valid itself)."""
+    text = name if isinstance(name, str) else str(name)
+    safe = re.sub(r"[^A-Za-z0-9_.:-]", "_", text)
+    safe = re.sub(r"^[^A-Za-z0-9_]+", "", safe)[:128].strip("_") or "my_tool"
+    return safe if NAME_PATTERN.match(safe) else "my_tool"
+
+
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        safe = re.sub(r"[^A-Za-z0-9_-]", "_", str(name))[:64].strip("_") or "my_tool"
         raise ToolDefinitionError(
-            f"Invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-' (the pattern providers "
-            f"accept: ^[a-zA-Z0-9_-]{{1,64}}$), e.g. {safe!r}."
+            f"Invalid tool name {name!r}: use 1-128 characters of letters, digits, '_', '-', '.' or ':', "
+            f"not starting with '-', '.' or ':' (pattern {NAME_PATTERN.pattern}), e.g. "
+            f"{suggest_name(name)!r}. Names outside ^[a-zA-Z0-9_-]{{1,64}}$ (the pattern providers accept) "
+            "get a provider-safe alias when exported through a ToolRegistry."
         )
     return name
 
@@ -80,7 +106,8 @@ class Tool:
     options: ToolOptions
     """Annotations and policies."""
     lenient_changes: tuple[str, ...]
-    """What `from_schema(..., lenient=True)` changed to make the schema valid JSON Schema."""
+    """What `from_schema(..., lenient=True)` changed to make the schema valid JSON Schema: `SchemaChange`s
+    (strings reading "$.path: what changed", with `path`, `kind`, `before` and `after` attributes)."""
 
     # Subclass API: set these on a subclass, or pass options as class keywords.
     _class_options: ClassVar[dict[str, Any]] = {}
@@ -94,11 +121,11 @@ class Tool:
     _return_type: Any
     _declared_output_schema: dict[str, Any] | None
 
-    def __init_subclass__(cls, **options: Any) -> None:
+    def __init_subclass__(cls, **options: Unpack[ToolOptionsKwargs]) -> None:
         super().__init_subclass__()
         cls._class_options = {**cls._class_options, **options}
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: Unpack[SubclassOptions]) -> None:
         """For subclasses: build the tool from the class's `run` method, docstring and options."""
         cls = type(self)
         run = getattr(self, "run", None)
@@ -108,13 +135,18 @@ class Tool:
                 "subclass that defines run(self, params, ctx)."
             )
         default_name = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
-        name = options.pop("name", None) or cls.__dict__.get("name") or default_name
-        description = (
-            options.pop("description", None) or cls.__dict__.get("description") or inspect.getdoc(cls)
-        )
+        given: dict[str, Any] = dict(options)
+        name = given.pop("name", None) or cls.__dict__.get("name") or default_name
+        description = given.pop("description", None) or cls.__dict__.get("description") or inspect.getdoc(cls)
         if cls.__doc__ is None and description == inspect.getdoc(Tool):
             description = None
-        self._init_from_function(run, name=name, description=description, **{**cls._class_options, **options})
+        self._init_from_function(
+            run,
+            name=name,
+            description=description,
+            annotations=_params_annotation(cls, run),
+            **{**cls._class_options, **given},
+        )
 
     # ----------------------------------------------------------------------------------------------------
     # Constructors
@@ -127,7 +159,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         flatten_model: bool = True,
-        **options: Any,
+        **options: Unpack[ToolOptionsKwargs],
     ) -> Tool:
         """A tool from a typed Python function (sync or async).
 
@@ -151,12 +183,12 @@ class Tool:
         cls,
         name: str,
         description: str,
-        parameters: Mapping[str, Any] | None = None,
+        parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         handler: Callable[..., Any] | None = None,
         *,
         output_schema: Mapping[str, Any] | None = None,
         lenient: bool = False,
-        **options: Any,
+        **options: Unpack[ToolOptionsKwargs],
     ) -> Tool:
         """A tool from a raw JSON Schema, validated with the `jsonschema` library.
 
@@ -169,15 +201,34 @@ class Tool:
                 but running it fails with a clear error.
             output_schema: JSON Schema of the result, if known.
             lenient: Accept loose dialects found in the wild (BFCL/Gorilla `"dict"`, `"float"`, `"any"`,
-                `optional` flags, ...) and normalise them; `tool.lenient_changes` lists what changed.
+                `optional` flags, `"list[str]"`, `"required": true` on a property, a list of parameter specs,
+                ...; see `toolrun.tools._lenient`) and normalise them; `tool.lenient_changes` lists what
+                changed, one `SchemaChange` per rewrite.
             **options: Tool options.
         """
         name = _check_name(name)
-        schema: dict[str, Any] = dict(parameters) if parameters is not None else {"type": "object"}
         changes: tuple[str, ...] = ()
-        if lenient:
-            schema, change_list = normalize_schema(schema)
+        schema: dict[str, Any]
+        if lenient:  # works on a copy of its own
+            schema, change_list = normalize_schema(parameters if parameters is not None else {})
             changes = tuple(change_list)
+        else:
+            # A copy of its own: tools built from one dict must not share (and edit) each other's schemas.
+            if parameters is not None and not isinstance(parameters, Mapping):
+                raise SchemaError(
+                    f"Tool {name!r}: the parameters schema must be a JSON object, got "
+                    f"{type(parameters).__name__} (pass lenient=True to read a list of parameter specs)."
+                )
+            try:
+                schema = copy.deepcopy(dict(parameters)) if parameters is not None else {}
+            except RecursionError:
+                raise SchemaError(
+                    f"Tool {name!r}: the parameters schema is nested too deeply to copy."
+                ) from None
+        if any(key in schema for key in ("$ref", "allOf", "anyOf", "oneOf")):
+            # The arguments described indirectly: list them at the root, or no field could be sent.
+            schema, root_changes = callable_root(schema, name)
+            changes += tuple(root_changes)
         schema.setdefault("type", "object")
         if schema.get("type") != "object":
             raise SchemaError(
@@ -185,8 +236,11 @@ class Tool:
                 f"type {schema.get('type')!r}. Wrap a single value in an object with one property."
             )
         schema.setdefault("properties", {})
-        # Unknown fields are rejected unless the schema explicitly allows them; the export says so too.
-        schema.setdefault("additionalProperties", False)
+        # Unknown fields are rejected unless the schema explicitly allows them, at every depth; the export
+        # says so too.
+        if not schema.get("patternProperties"):
+            schema.setdefault("additionalProperties", False)
+        close_objects(schema)
         try:
             Draft202012Validator.check_schema(schema)
         except JsonSchemaSchemaError as exc:
@@ -207,7 +261,8 @@ class Tool:
         self.description = _check_description(name, description)
         self.parameters = schema
         self.lenient_changes = changes
-        self._validator = JsonSchemaArguments(name, schema)
+        self.options = build_options(name, dict(options))
+        self._validator = JsonSchemaArguments(name, schema, coerce=self.options.coerce)
         self._make_validator = None
         self._declared_output_schema = dict(output_schema) if output_schema is not None else None
         self._return_type = inspect.Signature.empty
@@ -217,10 +272,16 @@ class Tool:
             self._context_param = None
             self._is_async = False
         else:
+            if not callable(handler):
+                raise ToolDefinitionError(f"Tool {name!r}: the handler must be callable, got {handler!r}.")
+            if is_async_generator(handler):
+                raise ToolDefinitionError(
+                    f"Tool {name!r}: the handler {handler!r} is an async generator function; a tool returns "
+                    "one result. Collect the items into a list instead of yielding them."
+                )
             self._fn = handler
             self._context_param = _find_context_param(handler)
-            self._is_async = inspect.iscoroutinefunction(handler)
-        self.options = build_options(name, options)
+            self._is_async = is_async_callable(handler)
         self._check_examples()
         return self
 
@@ -231,10 +292,14 @@ class Tool:
         name: str | None,
         description: str | None,
         flatten_model: bool = True,
+        annotations: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        name = _check_name(name if name is not None else getattr(fn, "__name__", None))
-        schema = build_function_schema(fn, name=name, flatten_model=flatten_model)
+        name = _check_name(name if name is not None else callable_name(fn))
+        built = build_options(name, options)
+        schema = build_function_schema(
+            fn, name=name, flatten_model=flatten_model, annotations=annotations, coerce=built.coerce
+        )
         self.name = name
         self.description = _check_description(
             name, description if description is not None else schema.description
@@ -248,7 +313,7 @@ class Tool:
         self._is_async = schema.is_async
         self._return_type = schema.return_type
         self._declared_output_schema = None
-        self.options = build_options(name, options)
+        self.options = built
         self._check_examples()
 
     # ----------------------------------------------------------------------------------------------------
@@ -376,9 +441,23 @@ class Tool:
         return f"<Tool {getattr(self, 'name', '?')!r}>"
 
 
+def _params_annotation(cls: type, run: Callable[..., Any]) -> dict[str, Any] | None:
+    """`{first parameter: cls.Params}` when `run(self, params)` leaves that parameter unannotated."""
+    params_model = getattr(cls, "Params", None)
+    if not isinstance(params_model, type):
+        return None
+    try:
+        first = next(iter(inspect.signature(run).parameters.values()), None)
+    except (TypeError, ValueError):
+        return None
+    if first is None or first.annotation is not inspect.Parameter.empty:
+        return None
+    return {first.name: params_model}
+
+
 def _find_context_param(handler: Callable[..., Any]) -> str | None:
     try:
-        hints = inspect.get_annotations(handler, eval_str=True)
+        hints = inspect.get_annotations(annotated_target(handler)[0], eval_str=True)
     except Exception:
         hints = {}
     for param_name, annotation in hints.items():

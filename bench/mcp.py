@@ -1,0 +1,227 @@
+"""MCP `tools/call` round trips: toolrun's server beside FastMCP's and the bare SDK, same client, one run.
+
+Every candidate serves the same tool, ``add(a: int, b: int) -> int`` ("Add two integers."), and every op is
+one ``await client.call_tool("add", {"a": 1, "b": 2})`` with the official ``mcp.Client`` (SDK 2.3),
+checked to come back with ``structuredContent == {"result": 3}`` and the text ``"3"``. Client and server
+run in this one process and event loop, so each row pays for both sides; the client's share is the same
+for every row.
+
+Transports (one table each; rows interleaved round by round):
+
+* ``inmem 2026``: ``mcp.Client(server)`` in memory, protocol 2026-07-28 (the SDK's direct dispatcher).
+* ``inmem 2025``: ``mcp.Client(server, mode="legacy")``: the 2025-11-25 handshake over in-memory streams
+  (JSON-RPC framing, the dispatcher's tasks).
+* ``http``: Streamable HTTP over loopback TCP to uvicorn in this loop (``mcp.Client(url)``, negotiated
+  with ``server/discover``; JSON-RPC over HTTP POST, SSE responses).
+
+Rows:
+
+* ``toolrun``: ``toolrun.mcp.create_server(registry)``; each call through ``ToolExecutor.execute``
+  (validation, the default 30 s timeout, audit and events off as nobody listens, as in ``toolrun_quiet``
+  of ``bench/executor.py``).
+* ``fastmcp``: ``FastMCP("bench")`` with ``@mcp.tool`` on the same function (``fastmcp.http_app()`` for
+  HTTP).
+* ``toolrun_json`` (HTTP only): the same, served with ``create_http_app(server, json_response=True)``:
+  plain JSON response bodies instead of an SSE stream per POST (no progress notifications over HTTP then).
+* ``sdk_lowlevel`` (the floor): the SDK's low-level ``Server`` with a hand-written ``tools/call`` handler
+  that reads ``a`` and ``b`` from the dict and answers: no validation, no timeout.
+
+Run: ``PYTHONPATH=src python bench/mcp.py [--quick]`` (needs the ``mcp`` and ``bench`` extras).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+# This file is called mcp.py: take its folder off the front of the path so `import mcp` is the SDK, and put
+# it at the end for `_harness`.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+import mcp  # noqa: F401  (the SDK, imported before our folder is on the path)
+
+sys.path.append(str(_HERE))
+
+import _harness
+from _harness import Kind, Maker, Op
+
+EXPECTED = {"result": 3}
+
+
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def toolrun_server() -> Any:
+    from toolrun import Tool, ToolRegistry
+    from toolrun.mcp import create_server
+
+    return create_server(ToolRegistry([Tool.from_function(add)]), name="bench")
+
+
+def fastmcp_server() -> Any:
+    from fastmcp import FastMCP
+
+    server = FastMCP("bench")
+    server.tool(add)
+    return server
+
+
+def lowlevel_server() -> Any:
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    tool = types.Tool(
+        name="add",
+        description="Add two integers.",
+        input_schema={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+        output_schema={
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+        },
+    )
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        args = params.arguments or {}
+        value = await add(args["a"], args["b"])
+        return types.CallToolResult(
+            content=[types.TextContent(text=str(value))], structured_content={"result": value}
+        )
+
+    return Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def lowlevel_of(server: Any) -> Any:
+    """The SDK `Server` behind a candidate (what `mcp.Client` connects to in memory)."""
+    return getattr(server, "_mcp_server", server)
+
+
+def toolrun_json_server() -> Any:
+    server = toolrun_server()
+    server.bench_json_response = True
+    return server
+
+
+def http_app(server: Any) -> Any:
+    if hasattr(server, "http_app"):  # FastMCP
+        return server.http_app(path="/mcp")
+    from toolrun.mcp import ToolrunMCPServer, create_http_app
+
+    if isinstance(server, ToolrunMCPServer):
+        return create_http_app(server, json_response=getattr(server, "bench_json_response", False))
+    return server.streamable_http_app(streamable_http_path="/mcp", host="0.0.0.0")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def serve_http(stack: AsyncExitStack, app: Any) -> str:
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+
+    async def stop() -> None:
+        server.should_exit = True
+        await task
+
+    stack.push_async_callback(stop)
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+def op_for(client: Any) -> Op:
+    call_tool = client.call_tool
+
+    async def call() -> Any:
+        result = await call_tool("add", {"a": 1, "b": 2})
+        if result.is_error or result.content[0].text != "3":
+            raise AssertionError(result)
+        return result.structured_content
+
+    return call
+
+
+def maker(stack: AsyncExitStack, factory: Any, transport: str) -> Maker:
+    async def make() -> Op:
+        from mcp import Client
+
+        server = factory()
+        if transport == "http":
+            client = Client(await serve_http(stack, http_app(server)))
+        else:
+            client = Client(lowlevel_of(server), mode="legacy" if transport == "inmem 2025" else "auto")
+        await stack.enter_async_context(client)
+        await client.list_tools()  # what a host does first; also fills the client's output-schema cache
+        return op_for(client)
+
+    return make
+
+
+FACTORIES: dict[str, tuple[Kind, Any]] = {
+    "sdk_lowlevel": ("floor", lowlevel_server),
+    "fastmcp": ("peer", fastmcp_server),
+    "toolrun": ("toolrun", toolrun_server),
+}
+
+
+async def main(settings: _harness.Settings) -> dict[str, list[_harness.Result]]:
+    logging.getLogger("toolrun.audit").disabled = True
+    out: dict[str, list[_harness.Result]] = {}
+    for transport in ("inmem 2026", "inmem 2025", "http"):
+        async with AsyncExitStack() as stack:
+            factories = dict(FACTORIES)
+            if transport == "http":
+                factories["toolrun_json"] = ("toolrun", toolrun_json_server)
+            makers = {
+                f"{name} ({transport})": (kind, maker(stack, factory, transport))
+                for name, (kind, factory) in factories.items()
+            }
+            candidates = await _harness.build(makers, expected=EXPECTED, settings=settings)
+            rows = await _harness.measure(candidates, settings)
+            _harness.compare(
+                rows,
+                f"sdk_lowlevel ({transport})",
+                title=f"MCP tools/call round trip, {transport} (official mcp.Client, same process)",
+                per="call",
+                name=f"mcp_{transport.replace(' ', '_')}",
+                settings=settings,
+            )
+            out[transport] = rows
+    for transport, rows in out.items():
+        by = {r.name.split(" (")[0]: r for r in rows}
+        if "toolrun" in by and "fastmcp" in by:
+            ratio = by["fastmcp"].median_us / by["toolrun"].median_us
+            print(
+                f"{transport}: toolrun {1e6 / by['toolrun'].median_us:,.0f} calls/s, "
+                f"fastmcp {1e6 / by['fastmcp'].median_us:,.0f} calls/s -> toolrun = {ratio:.2f}x fastmcp"
+            )
+    return out
+
+
+if __name__ == "__main__":
+    settings = _harness.parse_args(
+        sys.argv[1:], description=__doc__.splitlines()[0], rounds=21, quick_rounds=3
+    )
+    asyncio.run(main(settings))

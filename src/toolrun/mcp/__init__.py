@@ -1,0 +1,38 @@
+"""MCP both ways, through the same gates (needs the `mcp` extra: `pip install 'toolrun[mcp]'`).
+
+Serve a registry (every `tools/call` through a `ToolExecutor`: validation, roles, confirmation with the
+person behind the client, rate limits, timeouts, cache, audit, events):
+
+```python
+server = create_server(registry, executor=executor, principal=ToolContext(user_id="me"))
+await serve_stdio(server)                                             # Claude Desktop, IDEs
+app = create_http_app(server, resolve_principal=principal_for_token)  # Streamable HTTP at /mcp
+mount_mcp(your_app, server, resolve_principal=principal_for_token)    # inside your Starlette/FastAPI app
+```
+
+Bring a remote MCP server's tools under toolrun's executor:
+
+```python
+async with MCPToolset("http://127.0.0.1:8000/mcp", prefix="remote") as remote:
+    await remote.register(registry)          # or: toolset = await import_tools(registry, target, ...)
+```
+
+From the shell: `toolrun mcp serve module:registry [--http --host --port]` or `python -m toolrun.mcp`.
+"""
+
+from toolrun.mcp._client import MCPToolset, import_tools
+from toolrun.mcp._http import MCPHTTPEndpoint, PrincipalResolver, create_http_app, mount_mcp
+from toolrun.mcp._server import PRINCIPAL_SCOPE_KEY, ToolrunMCPServer, create_server, serve_stdio
+
+__all__ = [
+    "PRINCIPAL_SCOPE_KEY",
+    "MCPHTTPEndpoint",
+    "MCPToolset",
+    "PrincipalResolver",
+    "ToolrunMCPServer",
+    "create_http_app",
+    "create_server",
+    "import_tools",
+    "mount_mcp",
+    "serve_stdio",
+]

@@ -1,0 +1,5 @@
+"""`python -m toolrun.mcp serve TARGET [--http --host --port]`."""
+
+from toolrun.mcp._cli import main
+
+main()

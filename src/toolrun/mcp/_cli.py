@@ -1,0 +1,132 @@
+"""`toolrun mcp serve TARGET [--http --host --port]`: a typer sub-app, also `python -m toolrun.mcp`.
+
+Attach it to the main CLI with `app.add_typer(toolrun.mcp._cli.app, name="mcp")`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from toolrun.registry import ToolRegistry, ToolSet
+from toolrun.tools import Tool, ToolContext
+
+__all__ = ["DEFAULT_TARGET", "app", "load_target", "main"]
+
+DEFAULT_TARGET = "toolrun.apps.tasks"
+"""The task tools, served when no TARGET is given."""
+
+_FACTORIES = ("registry", "create_registry", "build_registry", "tools")
+
+app = typer.Typer(
+    name="mcp", help="Serve toolrun tools over MCP.", no_args_is_help=True, add_completion=False
+)
+
+
+class TargetError(Exception):
+    """A TARGET that cannot be loaded; the message says why and what to write instead."""
+
+
+def load_target(target: str) -> ToolSet:
+    """The tools named by `module:attribute` (or `module`, whose `registry` / `create_registry()` /
+    `build_registry()` / `tools` is used): a registry or view, a factory returning one, or a list of tools.
+
+    Raises:
+        TargetError: the module or attribute is missing or is not tools.
+    """
+    module_name, _, attribute = target.partition(":")
+    if not module_name:
+        raise TargetError(f"TARGET {target!r} names no module; write it as 'package.module:registry'.")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            hint = (
+                " The task tools (toolrun.apps.tasks) are not part of this installation."
+                if module_name == DEFAULT_TARGET
+                else ""
+            )
+            raise TargetError(
+                f"Cannot import module {module_name!r}: it does not exist.{hint} "
+                "Give TARGET as 'package.module:registry' (the module must be importable from here)."
+            ) from exc
+        raise TargetError(f"Importing {module_name!r} failed: module {exc.name!r} is missing.") from exc
+    names = (attribute,) if attribute else _FACTORIES
+    for name in names:
+        if hasattr(module, name):
+            return _as_toolset(getattr(module, name), f"{module_name}:{name}")
+    if attribute:
+        raise TargetError(f"Module {module_name!r} has no attribute {attribute!r}.")
+    raise TargetError(
+        f"Module {module_name!r} has none of {', '.join(_FACTORIES)}; name one: 'module:attribute'."
+    )
+
+
+def _as_toolset(value: Any, where: str) -> ToolSet:
+    if callable(value) and not isinstance(value, ToolSet | Tool):
+        value = value()
+    if isinstance(value, ToolSet):
+        return value
+    if isinstance(value, list | tuple) and value:
+        return ToolRegistry(value)
+    raise TargetError(
+        f"{where} is a {type(value).__name__}, not a ToolRegistry, a factory or a list of tools."
+    )
+
+
+@app.callback()
+def _group() -> None:
+    """Serve toolrun tools over MCP."""
+
+
+@app.command()
+def serve(
+    target: Annotated[str, typer.Argument(help="The tools: 'module:registry'.")] = DEFAULT_TARGET,
+    http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="HTTP host.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
+    path: Annotated[str, typer.Option(help="HTTP path.")] = "/mcp",
+    user: Annotated[str, typer.Option(help="The principal's user id.")] = "local",
+    role: Annotated[
+        list[str] | None, typer.Option("--role", help="A role of the principal (repeat).")
+    ] = None,
+    name: Annotated[str, typer.Option(help="The server name announced to clients.")] = "toolrun",
+) -> None:
+    """Serve TARGET's tools over MCP (stdio by default), every call through toolrun's executor."""
+    try:
+        registry = load_target(target)
+    except TargetError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    from toolrun.mcp._server import create_server, serve_stdio
+
+    principal = ToolContext(user_id=user, roles=tuple(role or ()))
+    server = create_server(registry, principal=principal, name=name)
+    if not http:
+        import anyio
+
+        anyio.run(serve_stdio, server)
+        return
+    import uvicorn
+
+    from toolrun.mcp._http import create_http_app
+
+    local = host in ("127.0.0.1", "localhost", "::1")
+    if not local:
+        typer.echo(
+            f"Warning: serving on {host} without authentication; every caller acts as {user!r}. "
+            "Mount the endpoint in an app with a principal resolver (toolrun.mcp.mount_mcp) instead.",
+            err=True,
+        )
+    allowed = ["127.0.0.1:*", "localhost:*", "[::1]:*"] if local else None
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if local else None
+    app_ = create_http_app(server, path=path, allowed_hosts=allowed, allowed_origins=origins)
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m toolrun.mcp ...`."""
+    app(args=argv if argv is not None else sys.argv[1:], prog_name="toolrun mcp")

@@ -1,0 +1,427 @@
+"""A remote MCP server's tools as toolrun `Tool`s, run through toolrun's executor.
+
+```python
+async with MCPToolset("http://127.0.0.1:8000/mcp", headers={"Authorization": "Bearer ..."},
+                      prefix="remote") as remote:
+    await remote.register(registry)
+    result = await ToolExecutor(registry).execute(ToolCall(name="remote_search", arguments=...), ctx)
+```
+
+What the executor gets for each remote tool:
+
+- the remote `inputSchema` (validation before anything is sent; unknown fields refused);
+- `timeout` (the call is cancelled on the server too: the SDK sends `notifications/cancelled`);
+- `retries` only where the remote says `idempotentHint` (or read-only);
+- annotations are **untrusted** unless `trusted=True`: a tool is read-only only if it says so, and every
+  other tool is destructive, so it needs a person's confirmation before it is sent. Trusted servers' hints
+  are taken as the spec defines them (`destructiveHint` defaults to true).
+
+A remote input request (elicitation) during a call: a yes/no confirmation of a call the user already
+approved in toolrun is answered yes; anything else is refused and the call ends with
+`NEEDS_USER_INPUT` (the question and the requested fields in `details`), a pause for the model to ask.
+
+Failures are tool errors, never hangs: a server that cannot be reached in `connect_timeout`, that dies
+(`REMOTE_UNAVAILABLE`, and the next call reconnects — a restarted server is picked up), a protocol error
+(`REMOTE_ERROR`) or a tool error (`REMOTE_TOOL_ERROR`, with the remote's text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.client.client import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import StdioServerParameters
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from toolrun.exceptions import ToolrunError
+from toolrun.registry import ToolRegistry
+from toolrun.results import ToolError
+from toolrun.tools import Tool, ToolContext
+from toolrun.tools._tool import NAME_PATTERN
+
+__all__ = ["MCPToolset", "import_tools"]
+
+_logger = logging.getLogger("toolrun.mcp")
+
+Target = str | StdioServerParameters | Sequence[str] | Server[Any]
+"""A Streamable HTTP URL, a stdio command (`StdioServerParameters` or `["python", "-m", "srv"]`), or an
+in-process `Server` (tests)."""
+
+_MAX_REMOTE_TEXT = 4000
+
+
+@dataclass(slots=True)
+class _CallState:
+    confirmed: bool
+    input_request: dict[str, Any] | None = None
+
+
+_CURRENT: contextvars.ContextVar[_CallState | None] = contextvars.ContextVar("toolrun_mcp_call", default=None)
+
+
+class MCPToolset:
+    """A connection to one MCP server and its tools as toolrun `Tool`s.
+
+    Use as `async with MCPToolset(...) as remote:` (or `await remote.connect()` / `await remote.aclose()`).
+
+    Args:
+        server: A Streamable HTTP URL, a stdio command (`StdioServerParameters` or an argument list), or an
+            in-process MCP `Server`.
+        headers: HTTP headers for every request (e.g. `Authorization`).
+        prefix: Register the tools as `prefix + separator + name`.
+        separator: Between prefix and name (default `_`).
+        trusted: Take the server's annotations at their word (default: only `readOnlyHint` is believed).
+        timeout: Seconds one call may take (the tool's `timeout`).
+        connect_timeout: Seconds to (re)connect before the call fails with `REMOTE_UNAVAILABLE`.
+        retries: Extra attempts after a transient failure, for idempotent tools only.
+        rate_limit: A rate limit for every tool of this server (e.g. `"60/minute"`), shared under one key.
+        mode: The SDK's protocol negotiation (`"auto"`: 2026-07-28 when the server speaks it, else 2025).
+    """
+
+    def __init__(
+        self,
+        server: Target,
+        *,
+        headers: Mapping[str, str] | None = None,
+        prefix: str | None = None,
+        separator: str = "_",
+        trusted: bool = False,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        retries: int = 2,
+        rate_limit: str | None = None,
+        mode: str = "auto",
+    ) -> None:
+        if headers and not isinstance(server, str):
+            raise ValueError("headers= is for Streamable HTTP URLs; a stdio or in-process server has none.")
+        self.server = server
+        self.headers = dict(headers or {})
+        self.prefix = prefix
+        self.separator = separator
+        self.trusted = trusted
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retries = retries
+        self.rate_limit = rate_limit
+        self.mode = mode
+        self.label = _label(server)
+        self._client: Client | None = None
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._inflight: list[_CallState] = []
+
+    # ----------------------------------------------------------------------------------------------
+    # Connection
+
+    async def __aenter__(self) -> MCPToolset:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def connect(self) -> None:
+        """Connect now (calls also connect on demand, and reconnect after a failure).
+
+        Raises:
+            ConnectionError: the server could not be reached within `connect_timeout`.
+        """
+        await self._connected()
+
+    async def aclose(self) -> None:
+        """Close the connection (a stdio server process is stopped)."""
+        self._closed = True
+        await self._disconnect()
+
+    async def _connected(self) -> Client:
+        async with self._lock:
+            if self._client is not None and self._task is not None and not self._task.done():
+                return self._client
+            await self._disconnect_locked()
+            if self._closed:
+                raise ConnectionError(f"The MCP toolset for {self.label} is closed.")
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[Client] = loop.create_future()
+            stop = asyncio.Event()
+            task = loop.create_task(self._run(ready, stop), name=f"toolrun-mcp {self.label}")
+            try:
+                client = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+            except BaseException as exc:
+                stop.set()
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                raise ConnectionError(f"Could not connect to the MCP server {self.label}.") from exc
+            self._client, self._stop, self._task = client, stop, task
+            return client
+
+    async def _run(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        # One task owns the SDK client from enter to exit (its task groups must not change task).
+        try:
+            async with self._new_client() as client:
+                if not ready.done():
+                    ready.set_result(client)
+                await stop.wait()
+        except BaseException as exc:  # the connection died or never came up
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else ConnectionError("cancelled"))
+            elif not isinstance(exc, asyncio.CancelledError):
+                _logger.debug("MCP connection to %s ended: %s", self.label, type(exc).__name__)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+
+    def _new_client(self) -> Client:
+        server = self.server
+        target: Any
+        if isinstance(server, str):
+            target = _http_transport(server, self.headers) if self.headers else server
+        elif isinstance(server, StdioServerParameters | Server):
+            target = server
+        else:
+            args = list(server)
+            target = StdioServerParameters(command=args[0], args=args[1:])
+        return Client(target, mode=self.mode, elicitation_callback=self._on_elicit, cache=None)
+
+    async def _disconnect(self) -> None:
+        async with self._lock:
+            await self._disconnect_locked()
+
+    async def _disconnect_locked(self) -> None:
+        task, stop = self._task, self._stop
+        self._client = self._task = self._stop = None
+        if task is None:
+            return
+        if stop is not None:
+            stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 5.0)
+        except BaseException:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _mark_dead(self, client: Client) -> None:
+        if self._client is client:
+            self._client = None  # the next call reconnects (after the runner has closed this one)
+            if self._stop is not None:
+                self._stop.set()
+
+    # ----------------------------------------------------------------------------------------------
+    # Tools
+
+    async def list_tools(self) -> list[Tool]:
+        """The server's tools as toolrun `Tool`s (a tool with an unusable name or schema is skipped)."""
+        client = await self._connected()
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(100):  # a paginator that never ends cannot hang us
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        tools = []
+        for remote in listed:
+            try:
+                tools.append(self._tool(remote))
+            except (ToolrunError, ValueError, TypeError) as exc:
+                _logger.warning("Skipping MCP tool %r from %s: %s", remote.name[:100], self.label, exc)
+        return tools
+
+    async def register(self, registry: ToolRegistry) -> list[Tool]:
+        """List the server's tools and register them in `registry`; returns them.
+
+        Raises:
+            ToolAlreadyExistsError: a name is taken (use `prefix=`).
+        """
+        tools = await self.list_tools()
+        for t in tools:
+            registry.register(t)
+        return tools
+
+    def _tool(self, remote: types.Tool) -> Tool:
+        hints = remote.annotations
+        read_only = bool(hints is not None and hints.read_only_hint)
+        if self.trusted:
+            destructive = not read_only and (hints is None or hints.destructive_hint is not False)
+        else:
+            destructive = not read_only
+        idempotent = read_only or bool(hints is not None and hints.idempotent_hint)
+        name = f"{self.prefix}{self.separator}{remote.name}" if self.prefix else remote.name
+        if not NAME_PATTERN.match(name):
+            raise ValueError("the name is not one toolrun accepts")
+        options: dict[str, Any] = {
+            "read_only": read_only,
+            "destructive": destructive,
+            "idempotent": idempotent,
+            "retries": self.retries if idempotent else 0,
+            "timeout": self.timeout,
+            "tags": {"mcp"},
+        }
+        if hints is not None and hints.open_world_hint is not None:
+            options["open_world"] = hints.open_world_hint
+        if hints is not None and hints.title:
+            options["title"] = hints.title
+        if self.rate_limit is not None:
+            from toolrun.tools._options import parse_rate_limit
+
+            options["rate_limit"] = parse_rate_limit(self.rate_limit, key=f"mcp:{self.label}")
+        description = (remote.description or remote.title or remote.name).strip() or remote.name
+        handler = self._handler(remote.name, destructive, _wraps_result(remote.output_schema))
+        return Tool.from_schema(name, description, remote.input_schema, handler, **options)
+
+    def _handler(self, remote_name: str, confirmed: bool, unwrap: bool) -> Callable[..., Any]:
+        async def call_remote(toolrun_context_: ToolContext, **arguments: Any) -> Any:
+            value = await self._call(remote_name, arguments, confirmed, toolrun_context_)
+            if unwrap and isinstance(value, dict) and set(value) == {"result"}:
+                return value["result"]
+            return value
+
+        return call_remote
+
+    async def _call(self, name: str, arguments: dict[str, Any], confirmed: bool, ctx: ToolContext) -> Any:
+        try:
+            client = await self._connected()
+        except ConnectionError as exc:
+            raise self._unavailable(f"The MCP server {self.label} cannot be reached.") from exc
+        state = _CallState(confirmed=confirmed)
+        token = _CURRENT.set(state)
+        self._inflight.append(state)
+        try:
+            result = await client.call_tool(name, arguments, progress_callback=_progress_to(ctx))
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._mark_dead(client)
+                raise self._unavailable(f"The MCP server {self.label} closed the connection.") from exc
+            raise ToolError(
+                "REMOTE_ERROR",
+                f"The MCP server {self.label} refused the call: {exc.message[:300]}",
+                details={"mcp_code": exc.code},
+            ) from exc
+        except (asyncio.CancelledError, ToolError):
+            raise
+        except Exception as exc:  # transport failures: the connection is gone
+            self._mark_dead(client)
+            raise self._unavailable(f"The connection to the MCP server {self.label} failed.") from exc
+        finally:
+            _CURRENT.reset(token)
+            self._inflight.remove(state)
+        if state.input_request is not None:
+            raise ToolError(
+                "NEEDS_USER_INPUT",
+                f"The tool needs input from the user: {state.input_request.get('message', '')[:500]}",
+                recover_action="Ask the user for this, then call the tool again.",
+                details={"input_request": state.input_request},
+            )
+        if result.is_error:
+            raise ToolError("REMOTE_TOOL_ERROR", _text(result) or "The remote tool failed.")
+        if result.structured_content is not None:
+            return result.structured_content
+        return _text(result)
+
+    def _unavailable(self, message: str) -> ToolError:
+        return ToolError(
+            "REMOTE_UNAVAILABLE",
+            message,
+            retryable=True,
+            recover_action="Try again later, or tell the user the service is unavailable.",
+        )
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        state = _CURRENT.get()
+        if state is None and len(self._inflight) == 1:
+            # 2025 servers ask on their own request, outside the calling task: one call in flight is it
+            state = self._inflight[0]
+        if state is None:  # cannot tell which call asks: refuse
+            return types.ElicitResult(action="decline")
+        if isinstance(params, types.ElicitRequestFormParams):
+            schema = params.requested_schema
+            properties = schema.get("properties") or {}
+            if state.confirmed and all(
+                isinstance(p, Mapping) and p.get("type") == "boolean" for p in properties.values()
+            ):
+                return types.ElicitResult(action="accept", content=dict.fromkeys(properties, True))
+            state.input_request = {"message": params.message, "requested_schema": dict(schema)}
+        else:
+            state.input_request = {"message": params.message, "url": params.url}
+        return types.ElicitResult(action="cancel")
+
+
+async def import_tools(registry: ToolRegistry, server: Target, **options: Any) -> MCPToolset:
+    """Connect to `server`, register its tools in `registry`, and return the open toolset (close it with
+    `await toolset.aclose()` when done). `options` are `MCPToolset`'s."""
+    toolset = MCPToolset(server, **options)
+    try:
+        await toolset.register(registry)
+    except BaseException:
+        await toolset.aclose()
+        raise
+    return toolset
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    # The SDK leaves a caller's HTTP client open: this transport owns and closes it.
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def _progress_to(ctx: ToolContext) -> Any:
+    if ctx.progress is None:
+        return None
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.report_progress(progress, total, message)
+
+    return forward
+
+
+def _wraps_result(schema: Mapping[str, Any] | None) -> bool:
+    """The MCP convention for a non-object result: `{"result": value}` described by a one-field schema."""
+    if not schema:
+        return False
+    properties = schema.get("properties")
+    return (
+        isinstance(properties, Mapping)
+        and set(properties) == {"result"}
+        and schema.get("required") == ["result"]
+    )
+
+
+def _text(result: types.CallToolResult) -> str:
+    parts = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(f"[{block.type}]")
+    return "\n".join(parts)[:_MAX_REMOTE_TEXT]
+
+
+def _label(server: Target) -> str:
+    if isinstance(server, str):
+        return server.split("?", 1)[0]
+    if isinstance(server, StdioServerParameters):
+        return " ".join([server.command, *server.args])[:120]
+    if isinstance(server, Server):
+        return f"in-process:{server.name}"
+    return " ".join(server)[:120]

@@ -1,0 +1,284 @@
+"""A toolrun registry served over MCP, every `tools/call` through the `ToolExecutor`.
+
+```python
+server = create_server(registry, executor=executor, principal=ToolContext(user_id="me", roles=("admin",)))
+await serve_stdio(server)                      # or: create_http_app(server, resolve_principal=...)
+```
+
+`tools/list`: the tools the principal may call (roles, allowlist), in registration order, with
+`inputSchema`, `outputSchema` (when the tool declares one) and annotations from the tool's options.
+`tools/call`: an unknown name is the protocol's error (`-32602`); everything else is a `CallToolResult`
+built from the executor's `ToolResult` (`isError` with the error's text for failures — validation lists
+every field problem, internal errors carry only an error id; `structuredContent` plus a text copy on
+success). Destructive tools are confirmed with the person behind the client (see `_confirm`).
+A long async tool reports progress with `await ctx.report_progress(done, total)`; a client that cancels
+the request cancels the tool.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolrun.formats.mcp import MCPFormat
+from toolrun.mcp import _confirm
+from toolrun.registry import ToolSet
+from toolrun.results import ToolResult
+from toolrun.runtime import ToolExecutor
+from toolrun.tools import Tool, ToolCall, ToolContext
+
+__all__ = ["PRINCIPAL_SCOPE_KEY", "ToolrunMCPServer", "create_server", "serve_stdio"]
+
+PRINCIPAL_SCOPE_KEY = "toolrun.principal"
+"""The ASGI scope key where the HTTP endpoint puts the `ToolContext` of the authenticated caller."""
+
+_FORMAT = MCPFormat()
+_MAX_NAME_ECHO = 200
+
+
+class ToolrunMCPServer(Server[Any]):
+    """The MCP SDK's low-level `Server`, answering `tools/list` and `tools/call` from a toolrun registry.
+
+    Pass it to `mcp.Client(server)` for an in-memory connection, to `serve_stdio`, or to
+    `create_http_app` / `mount_mcp` for Streamable HTTP.
+    """
+
+    registry: ToolSet
+    """The tools served."""
+    executor: ToolExecutor
+    """The executor every call goes through."""
+    principal: ToolContext[Any]
+    """Who calls when the transport does not say (stdio, in-memory, HTTP without a resolver)."""
+
+
+def create_server(
+    registry: ToolSet,
+    *,
+    executor: ToolExecutor | None = None,
+    principal: ToolContext[Any] | str | None = None,
+    name: str = "toolrun",
+    version: str | None = None,
+    instructions: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> ToolrunMCPServer:
+    """An MCP server for `registry` whose calls all run through `executor`'s gates.
+
+    Args:
+        registry: The tools to serve (a registry or a view of one: only these names are callable).
+        executor: The executor (default: a new `ToolExecutor(registry)`). Its hash key seals confirmation
+            state; processes serving one deployment over HTTP must share it (`hash_key=`) and its stores.
+        principal: The caller on stdio and in-memory connections: a `ToolContext` (user id, roles) or a
+            user id. Default: user `"local"` without roles. Over HTTP a principal resolver replaces it.
+        name: The server name announced to clients.
+        version: The server version announced (default: toolrun's).
+        instructions: Instructions for the client's model, if any.
+        clock: Wall-clock time for the expiry of confirmation state (tests).
+    """
+    if executor is None:
+        executor = ToolExecutor(registry)
+    if principal is None:
+        principal = ToolContext(user_id="local")
+    elif isinstance(principal, str):
+        principal = ToolContext(user_id=principal)
+    if version is None:
+        from toolrun import __version__
+
+        version = __version__
+    handlers = _Handlers(registry, executor, principal, clock)
+    server = ToolrunMCPServer(name, version=version, instructions=instructions)
+    server.add_request_handler("tools/list", types.PaginatedRequestParams, handlers.list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, handlers.call_tool)
+    server.registry = registry
+    server.executor = executor
+    server.principal = principal
+    return server
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve `server` on this process's stdin/stdout until the client closes them."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class _Handlers:
+    def __init__(
+        self,
+        registry: ToolSet,
+        executor: ToolExecutor,
+        principal: ToolContext[Any],
+        clock: Callable[[], float],
+    ) -> None:
+        self.registry = registry
+        self.executor = executor
+        self.principal = principal
+        self.sealer = _confirm.Sealer(executor, clock)
+        self._listings: dict[tuple[frozenset[str], frozenset[str] | None], types.ListToolsResult] = {}
+        self._listed_version = -1
+
+    # ----------------------------------------------------------------------------------------------
+    # tools/list
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+    ) -> types.ListToolsResult:
+        principal = self._principal_of(ctx)
+        registry = self.registry
+        version = registry.version
+        if version != self._listed_version:
+            self._listings = {}
+            self._listed_version = version
+        key = (frozenset(principal.roles), principal.allowed_tools)
+        listing = self._listings.get(key)
+        if listing is None:
+            listing = types.ListToolsResult(
+                tools=[
+                    types.Tool.model_validate(definition, by_name=False)
+                    for tool, definition in zip(registry.tools(), registry.definitions("mcp"), strict=True)
+                    if _may_call(tool, principal)
+                ]
+            )
+            self._listings[key] = listing
+        return listing
+
+    # ----------------------------------------------------------------------------------------------
+    # tools/call
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any] | types.InputRequiredResult:
+        name = params.name
+        tool = self.registry.find(name)
+        if tool is None:
+            shown = name if len(name) <= _MAX_NAME_ECHO else name[:_MAX_NAME_ECHO] + "…"
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {shown}")
+        principal = self._principal_of(ctx)
+        context = principal.evolve(progress=ctx.session.report_progress)
+        call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
+        if params.request_state is not None or params.input_responses:
+            return _render(await self._resume(ctx, tool, params, context, call_id), tool)
+        result = await self.executor.execute(
+            ToolCall(id=call_id, name=name, arguments=params.arguments), context
+        )
+        if result.status == "confirmation_required" and result.confirmation_id is not None:
+            return await self._confirm(ctx, tool, params, context, result)
+        return _render(result, tool)
+
+    def _principal_of(self, ctx: ServerRequestContext[Any, Any]) -> ToolContext[Any]:
+        request = ctx.request
+        if request is not None:
+            principal = getattr(request, "scope", {}).get(PRINCIPAL_SCOPE_KEY)
+            if isinstance(principal, ToolContext):
+                return principal
+        return self.principal
+
+    # ----------------------------------------------------------------------------------------------
+    # Confirmation with the person behind the client
+
+    async def _confirm(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        tool: Tool,
+        params: types.CallToolRequestParams,
+        context: ToolContext[Any],
+        pending: ToolResult,
+    ) -> dict[str, Any] | types.InputRequiredResult:
+        confirmation_id = pending.confirmation_id or ""
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if not _can_elicit(ctx, modern):
+            await self.executor.deny(confirmation_id, context)  # withdrawn: nothing may run it later
+            return _render(_confirm.needs_confirmation(pending.call_id, tool.name), tool)
+        form = _confirm.confirmation_form(pending.message or tool.name)
+        if modern:
+            state = self.sealer.seal(
+                confirmation_id=confirmation_id,
+                principal=context.user_id or "",
+                tool=tool.name,
+                arguments_hash=self.sealer.arguments_hash(params.arguments),
+                ttl=self.executor.confirmation.ttl,
+            )
+            return types.InputRequiredResult(
+                input_requests={_confirm.CONFIRM_KEY: types.ElicitRequest(params=form)},
+                request_state=state,
+            )
+        try:
+            answer: types.ElicitResult | None = await ctx.session.elicit_form(
+                form.message, form.requested_schema, related_request_id=ctx.request_id
+            )
+        except Exception:  # the client failed to ask: treat as no answer, fail closed
+            answer = None
+        decision = _confirm.decision_of(answer)
+        return _render(await self._decide(decision, confirmation_id, context, tool.name), tool)
+
+    async def _resume(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        tool: Tool,
+        params: types.CallToolRequestParams,
+        context: ToolContext[Any],
+        call_id: str,
+    ) -> ToolResult:
+        sealer = self.sealer
+        claims = sealer.open(params.request_state)
+        if (
+            claims is None
+            or claims["p"] != (context.user_id or "")
+            or claims["t"] != tool.name
+            or not hmac.compare_digest(claims["a"], sealer.arguments_hash(params.arguments))
+        ):
+            return _confirm.invalid_state(call_id, tool.name)
+        if sealer.expired(claims):
+            return _confirm.expired_state(call_id, tool.name)
+        raw = (params.input_responses or {}).get(_confirm.CONFIRM_KEY)
+        answer = raw if isinstance(raw, types.ElicitResult) else None
+        return await self._decide(_confirm.decision_of(answer), claims["c"], context, tool.name)
+
+    async def _decide(
+        self, decision: str, confirmation_id: str, context: ToolContext[Any], tool_name: str
+    ) -> ToolResult:
+        executor = self.executor
+        if decision == "approve":
+            return await executor.approve(confirmation_id, context)
+        result = await executor.deny(confirmation_id, context)
+        if (
+            decision == "cancel"
+            and result.error is not None
+            and result.error.details.get("reason") == "denied"
+        ):
+            result.error.message = f"The user dismissed the confirmation for {tool_name!r}; it did not run."
+            result.error.details["reason"] = "cancelled"
+        return result
+
+
+def _may_call(tool: Tool, principal: ToolContext[Any]) -> bool:
+    roles = tool.options.roles
+    if roles is not None and roles.isdisjoint(principal.roles):
+        return False
+    allowed = principal.allowed_tools
+    return allowed is None or tool.name in allowed
+
+
+def _can_elicit(ctx: ServerRequestContext[Any, Any], modern: bool) -> bool:
+    caps = ctx.session.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    if elicitation is None:
+        return False
+    if elicitation.form is None and elicitation.url is not None:  # URL mode only: no form to answer
+        return False
+    return modern or ctx.session.can_send_request
+
+
+def _render(result: ToolResult, tool: Tool) -> dict[str, Any]:
+    out = _FORMAT.tool_result_message(result, tool=tool)
+    out["resultType"] = "complete"  # required from 2026-07-28; earlier versions' schemas drop it
+    return out

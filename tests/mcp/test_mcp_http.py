@@ -1,0 +1,140 @@
+"""Streamable HTTP on 127.0.0.1: the standalone app and the endpoint mounted in a Starlette app, with
+bearer-token principals."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_helpers import answer, http_transport, serving, text
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from mcp import Client
+from toolrun import ToolContext
+from toolrun.mcp import create_http_app, mount_mcp
+from toolrun.runtime import InMemoryAuditSink
+
+pytestmark = pytest.mark.slow
+
+PRINCIPALS = {
+    "tok-member": ToolContext(user_id="member-1", roles=("member",)),
+    "tok-admin": ToolContext(user_id="admin-1", roles=("admin",)),
+}
+
+
+async def resolve(token: str) -> ToolContext | None:
+    return PRINCIPALS.get(token)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_http_round_trip_with_token_principals(
+    server: Any, audit: InMemoryAuditSink, state: dict[str, asyncio.Event], mode: str
+) -> None:
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with serving(create_http_app(server, resolve_principal=resolve)) as base:
+        url = f"{base}/mcp"
+        async with Client(
+            http_transport(url, "tok-member"), mode=mode, elicitation_callback=answer("accept")
+        ) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            ok = await client.call_tool("add", {"a": 1, "b": 2})
+            bad = await client.call_tool("add", {"b": "x"})
+            slow = await client.call_tool("slow", {})
+            denied = await client.call_tool("purge_cache", {})
+            confirmed = await client.call_tool("delete_task", {"task_id": "t1"})
+            progress = await client.call_tool("long_job", {"steps": 3}, progress_callback=on_progress)
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("nope", {})
+            call = asyncio.create_task(client.call_tool("wait_forever", {}))
+            await asyncio.wait_for(state["started"].wait(), 5)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await asyncio.wait_for(state["cancelled"].wait(), 5)
+        async with Client(http_transport(url, "tok-admin"), mode=mode) as admin:
+            admin_names = [t.name for t in (await admin.list_tools()).tools]
+            allowed = await admin.call_tool("purge_cache", {})
+    assert "purge_cache" not in names and "purge_cache" in admin_names
+    assert ok.structured_content == {"result": 3}
+    assert bad.is_error and "- a:" in text(bad) and "- b:" in text(bad)
+    assert slow.is_error and "TIMEOUT" in text(slow)
+    assert denied.is_error and "PERMISSION_DENIED" in text(denied)
+    assert confirmed.structured_content == {"deleted": "t1"}
+    assert text(progress) == "done" and seen == [1, 2, 3]
+    assert unknown.value.code == types.INVALID_PARAMS
+    assert text(allowed) == "purged"
+    principals = {(r.tool, r.principal) for r in audit.records}
+    assert ("add", "member-1") in principals and ("purge_cache", "admin-1") in principals
+    assert ("delete_task", "member-1") in principals
+
+
+async def test_http_refuses_missing_or_unknown_tokens(server: Any) -> None:
+    def broken(token: str) -> ToolContext | None:
+        raise RuntimeError("resolver bug")
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    bearer = {"Authorization": "Bearer tok-member"}
+    app = create_http_app(server, resolve_principal=resolve)
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        none = await http.post(f"{base}/mcp", json=body)
+        wrong = await http.post(f"{base}/mcp", json=body, headers={"Authorization": "Bearer nope"})
+        basic = await http.post(f"{base}/mcp", json=body, headers={"Authorization": "Basic tok-member"})
+    app = create_http_app(server, resolve_principal=broken)
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        crashed = await http.post(f"{base}/mcp", json=body, headers=bearer)
+    for response in (none, wrong, basic, crashed):
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        assert "resolver bug" not in response.text
+
+
+async def test_a_session_belongs_to_the_principal_that_opened_it(server: Any) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    app = create_http_app(server, resolve_principal=resolve, json_response=True)
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        opened = await http.post(
+            f"{base}/mcp", json=init, headers={**accept, "Authorization": "Bearer tok-member"}
+        )
+        session = opened.headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        stolen = await http.post(
+            f"{base}/mcp",
+            json=listing,
+            headers={**accept, "Authorization": "Bearer tok-admin", "Mcp-Session-Id": session},
+        )
+    assert opened.status_code == 200
+    assert stolen.status_code == 404
+
+
+async def test_mount_in_a_starlette_app(server: Any) -> None:
+    async def health(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/health", health)])
+    mount_mcp(app, server, resolve_principal=resolve)
+    async with serving(app) as base:
+        async with httpx2.AsyncClient() as http:
+            assert (await http.get(f"{base}/health")).text == "ok"
+        async with Client(http_transport(f"{base}/mcp", "tok-member")) as client:
+            result = await client.call_tool("add", {"a": 2, "b": 2})
+    assert result.structured_content == {"result": 4}

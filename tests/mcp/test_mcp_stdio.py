@@ -1,0 +1,96 @@
+"""`python -m toolrun.mcp serve` as a real stdio subprocess, driven by the official client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_helpers import answer, text
+
+from mcp import Client, StdioServerParameters
+
+HERE = Path(__file__).parent
+
+pytestmark = pytest.mark.slow
+
+
+def serve(*extra: str) -> StdioServerParameters:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolrun.mcp", "serve", "sample_tools:registry", "--user", "u1", *extra],
+        env=env,
+    )
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_stdio_round_trip(mode: str) -> None:
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with Client(serve(), mode=mode, elicitation_callback=answer("accept")) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        ok = await client.call_tool("add", {"a": 40, "b": 2})
+        bad = await client.call_tool("add", {"a": 1})
+        broken = await client.call_tool("broken", {"task_id": "t"})
+        slow = await client.call_tool("slow", {})
+        confirmed = await client.call_tool("delete_task", {"task_id": "t9"})
+        progress = await client.call_tool("long_job", {"steps": 2}, progress_callback=on_progress)
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("nope", {})
+    assert "purge_cache" not in names and "add" in names
+    assert ok.structured_content == {"result": 42} and text(ok) == "42"
+    assert bad.is_error and "- b:" in text(bad)
+    assert broken.is_error and "hunter2" not in text(broken)
+    assert slow.is_error and "TIMEOUT" in text(slow)
+    assert confirmed.structured_content == {"deleted": "t9"}
+    assert text(progress) == "done" and seen == [1, 2]
+    assert unknown.value.code == types.INVALID_PARAMS
+
+
+async def test_stdio_roles_are_the_configured_principal_s() -> None:
+    async with Client(serve()) as member:
+        denied = await member.call_tool("purge_cache", {})
+    async with Client(serve("--role", "admin")) as admin:
+        allowed = await admin.call_tool("purge_cache", {})
+    assert denied.is_error and "PERMISSION_DENIED" in text(denied)
+    assert text(allowed) == "purged"
+
+
+async def test_stdio_without_elicitation_fails_closed() -> None:
+    async with Client(serve()) as client:
+        result = await client.call_tool("delete_task", {"task_id": "t1"})
+    assert result.is_error and "needs confirmation" in text(result)
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("no_such_module_xyz:registry", "Cannot import module 'no_such_module_xyz'"),
+        ("sample_tools:nothing", "has no attribute 'nothing'"),
+        ("sample_tools:STATE", "not a ToolRegistry"),
+    ],
+)
+def test_cli_explains_a_bad_target(target: str, message: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    args = [sys.executable, "-m", "toolrun.mcp", "serve", target]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert message in done.stderr
+    assert done.stdout == ""
+
+
+def test_missing_default_target_names_the_task_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolrun.mcp import _cli
+
+    assert _cli.DEFAULT_TARGET == "toolrun.apps.tasks"
+    monkeypatch.setattr(_cli, "DEFAULT_TARGET", "toolrun.no_such_apps.tasks")
+    with pytest.raises(_cli.TargetError, match=r"task tools \(toolrun.apps.tasks\) are not part"):
+        _cli.load_target("toolrun.no_such_apps.tasks")
