@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test install lint typecheck unit bench clean docs docs-serve
+.PHONY: test install lint typecheck unit bench clean docs docs-serve serve frontend-clients
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,10 +21,27 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src
 
-unit: $(STAMP)
+unit: $(STAMP) frontend-clients
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# The real front-end clients the tests drive (tests/server/frontends): @ag-ui/client and ai@6 from the
+# committed lockfile (npm's cache makes a re-install cheap), Debian's chromium + chromium-driver. Missing
+# and not installable is a failure, never a skip.
+JS_STAMP := tests/js/node_modules/.package-lock.json
+
+$(JS_STAMP): tests/js/package-lock.json
+	@node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' \
+		|| { echo "Node.js 20+ and npm are required for the front-end client tests" >&2; exit 1; }
+	cd tests/js && npm ci --no-audit --no-fund
+	touch $(JS_STAMP)
+
+frontend-clients: $(JS_STAMP)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+		|| { echo "chromium and chromium-driver are required (apt-get install chromium chromium-driver)" >&2; exit 1; }
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
@@ -34,12 +51,20 @@ bench: $(STAMP)
 	$(BIN)/python bench/langgraph.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/mcp.py
+	$(BIN)/python bench/service.py
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# The task assistant on http://127.0.0.1:8000 (SQLite in ./toolrun.db; user "demo" and its sign-in link
+# on first run). Settings: TOOLRUN_* in the environment or .env (docs/service.md).
+serve: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[server]'
+	$(BIN)/toolrun db upgrade
+	$(BIN)/toolrun serve --host 127.0.0.1 --port 8000 --demo-user demo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis site

@@ -1,0 +1,1 @@
+"""Applications built on toolrun: tool sets a service can serve (`toolrun.apps.tasks`)."""

@@ -1,0 +1,35 @@
+"""The task assistant's tool set: tasks and attachments per user, a consolidated query tool, GitHub refresh.
+
+```python
+from toolrun.apps.tasks import TaskStore, task_tools
+
+store = TaskStore(engine)                       # the service's SQLAlchemy AsyncEngine
+registry = ToolRegistry(task_tools(store))      # create_task, update_task, delete_task, query_tasks, ...
+```
+
+Every tool reads the user from its `ToolContext` and sees only that user's rows. `create_demo_model()` is
+the offline model (`TOOLRUN_MODEL=demo`) that understands a small grammar for these tools.
+"""
+
+from toolrun.apps.tasks._demo import DEMO_HELP, create_demo_model, parse_command
+from toolrun.apps.tasks._github import GitHubClient, GitHubRef, parse_github_url
+from toolrun.apps.tasks._store import PRIORITIES, STATUSES, Attachment, Task, TaskQuery, TaskStore
+from toolrun.apps.tasks._tools import TaskFilters, parse_eta, task_tools
+
+__all__ = [
+    "DEMO_HELP",
+    "PRIORITIES",
+    "STATUSES",
+    "Attachment",
+    "GitHubClient",
+    "GitHubRef",
+    "Task",
+    "TaskFilters",
+    "TaskQuery",
+    "TaskStore",
+    "create_demo_model",
+    "parse_command",
+    "parse_eta",
+    "parse_github_url",
+    "task_tools",
+]

@@ -1,0 +1,336 @@
+"""The `toolrun` command: a thin shell over the library (the commands call what the server calls).
+
+```
+toolrun serve [--host] [--port] [--database-url] [--model] [--workers] [--demo-user NAME]
+toolrun users add NAME [--role ROLE]... | list | revoke NAME
+toolrun db upgrade | downgrade [REVISION] | current
+toolrun tools list | export --format F [--strict] | check
+toolrun chat [--url URL --token TOKEN]       # against a running server, or in-process without --url
+```
+
+Exit codes: 0 success, 1 failure, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Column, Table
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(help="toolrun: the task assistant service and its tools.", no_args_is_help=True)
+users_app = typer.Typer(help="Users and their API tokens.", no_args_is_help=True)
+db_app = typer.Typer(help="The service's database.", no_args_is_help=True)
+tools_app = typer.Typer(help="The tools the service serves.", no_args_is_help=True)
+app.add_typer(users_app, name="users")
+app.add_typer(db_app, name="db")
+app.add_typer(tools_app, name="tools")
+
+out = Console()
+err = Console(stderr=True)
+
+FORMATS = ("openai", "openai-responses", "anthropic", "gemini", "mcp")
+
+
+def _settings(**overrides: Any) -> Any:
+    from toolrun.server import Settings
+
+    values = {k: v for k, v in overrides.items() if v is not None}
+    return Settings(**values)
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}")
+    return typer.Exit(code)
+
+
+# -- db --------------------------------------------------------------------------------------------------
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    database_url: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")] = None,
+) -> None:
+    """Apply the migrations (creates every table on a new database)."""
+    from toolrun.server.migrate import current_revision, upgrade
+
+    settings = _settings(database_url=database_url)
+    asyncio.run(upgrade(settings.database_url, revision))
+    out.print(f"database at revision {asyncio.run(current_revision(settings.database_url))}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision (`base`: drop every toolrun table).")],
+    database_url: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")] = None,
+) -> None:
+    """Undo migrations down to REVISION."""
+    from toolrun.server.migrate import downgrade
+
+    settings = _settings(database_url=database_url)
+    asyncio.run(downgrade(settings.database_url, revision))
+    out.print(f"database downgraded to {revision}")
+
+
+@db_app.command("current")
+def db_current(database_url: Annotated[str | None, typer.Option()] = None) -> None:
+    """Print the database's revision."""
+    from toolrun.server.migrate import current_revision
+
+    settings = _settings(database_url=database_url)
+    out.print(asyncio.run(current_revision(settings.database_url)) or "none")
+
+
+# -- users -----------------------------------------------------------------------------------------------
+
+
+async def _with_users(settings: Any, fn: Any) -> Any:
+    from toolrun.server._db import create_engine
+    from toolrun.server._users import UserStore
+
+    engine = create_engine(settings.database_url)
+    try:
+        return await fn(UserStore(engine, cache_seconds=0))
+    finally:
+        await engine.dispose()
+
+
+@users_app.command("add")
+def users_add(
+    name: str,
+    role: Annotated[list[str] | None, typer.Option("--role", help="A role (repeatable).")] = None,
+    database_url: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Create a user and print a new API token (shown once; only its hash is stored)."""
+    from toolrun.server._users import UserExistsError
+
+    settings = _settings(database_url=database_url)
+    try:
+        principal, token = asyncio.run(
+            _with_users(settings, lambda users: users.add(name, role or ("member",)))
+        )
+    except (UserExistsError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    err.print(f"user [bold]{principal.name}[/bold] ({principal.user_id}), roles {', '.join(principal.roles)}")
+    err.print("API token (shown once; send it as `Authorization: Bearer TOKEN`):")
+    print(token)
+
+
+@users_app.command("list")
+def users_list(database_url: Annotated[str | None, typer.Option()] = None) -> None:
+    """List users (never tokens)."""
+    settings = _settings(database_url=database_url)
+    rows = asyncio.run(_with_users(settings, lambda users: users.list()))
+    table = Table("name", "id", "roles", "active tokens", "disabled")
+    for u in rows:
+        table.add_row(u.name, u.id, ", ".join(u.roles), str(u.active_tokens), "yes" if u.disabled else "")
+    out.print(table)
+
+
+@users_app.command("revoke")
+def users_revoke(name: str, database_url: Annotated[str | None, typer.Option()] = None) -> None:
+    """Revoke every token of a user and disable the user."""
+    settings = _settings(database_url=database_url)
+    try:
+        count = asyncio.run(_with_users(settings, lambda users: users.revoke(name)))
+    except LookupError as exc:
+        raise _fail(str(exc)) from None
+    out.print(f"revoked {count} token(s) of {name}")
+
+
+def _read_private(path: Path) -> str | None:
+    return path.read_text().strip() if path.exists() else None
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode() + b"\n")
+    finally:
+        os.close(fd)
+
+
+async def ensure_demo_user(settings: Any, name: str) -> str:
+    """The sign-in token of the local demo user, creating the user on first run (kept in data_dir, 0600)."""
+    path = Path(settings.data_dir) / f"{name}-token"
+    kept = _read_private(path)
+
+    async def run(users: Any) -> str:
+        principal = await users.get_by_name(name)
+        if principal is not None and kept and await users.authenticate(kept) is not None:
+            return kept
+        if principal is None:
+            principal, token = await users.add(name, ("member",))
+        else:
+            token = await users.issue_token(principal.user_id, label="sign-in link")
+        _write_private(path, token)
+        return str(token)
+
+    return str(await _with_users(settings, run))
+
+
+# -- serve -----------------------------------------------------------------------------------------------
+
+
+def create_app_from_env() -> Any:
+    """The uvicorn factory of `toolrun serve` (settings from the environment the command prepared)."""
+    from toolrun.server import Settings, create_app
+
+    return create_app(Settings())
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8000,
+    database_url: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")] = None,
+    model: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_MODEL (`demo`, `openai:...`).")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    demo_user: Annotated[
+        str | None, typer.Option(help="Create this local user on first run and print a sign-in link.")
+    ] = None,
+    upgrade: Annotated[bool, typer.Option(help="Apply migrations before serving.")] = False,
+) -> None:
+    """Serve the chat API (and the page) with uvicorn."""
+    import uvicorn
+
+    from toolrun.server import SettingsError
+    from toolrun.server._observe import configure_logging
+
+    if database_url is not None:
+        os.environ["TOOLRUN_DATABASE_URL"] = database_url
+    if model is not None:
+        os.environ["TOOLRUN_MODEL"] = model
+    settings = _settings()
+    try:
+        secret = settings.resolved_secret()  # generated once here, before workers race for it
+    except SettingsError as exc:
+        raise _fail(str(exc)) from None
+    if workers > 1 and settings.secret_key is None:
+        os.environ["TOOLRUN_SECRET_KEY"] = secret.decode()
+    if upgrade:
+        from toolrun.server.migrate import upgrade as do_upgrade
+
+        asyncio.run(do_upgrade(settings.database_url))
+    if demo_user:
+        token = asyncio.run(ensure_demo_user(settings, demo_user))
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        # Plain prints: a link must never be wrapped or styled.
+        print(f"\n  toolrun is starting with model {settings.model}", file=sys.stderr)
+        print(f"  open  http://{shown}:{port}/#token={token}", file=sys.stderr)
+        print(f"  API token of user {demo_user}: {token}\n", file=sys.stderr)
+    configure_logging(settings.log_level)
+    uvicorn.run(
+        "toolrun.cli:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_config=None,
+        access_log=False,
+        timeout_keep_alive=75,  # longer than common proxies' idle timeouts: no race on a reused connection
+        timeout_graceful_shutdown=int(settings.run_timeout) + 5,
+    )
+
+
+# -- tools -----------------------------------------------------------------------------------------------
+
+
+def _registry() -> Any:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from toolrun.apps.tasks import TaskStore, task_tools
+    from toolrun.registry import ToolRegistry
+
+    # Definitions only: nothing connects to this engine.
+    engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+    return ToolRegistry(task_tools(TaskStore(engine)))
+
+
+@tools_app.command("list")
+def tools_list() -> None:
+    """The tools the service serves, with their policies."""
+    table = Table("confirmation", "read-only", "idempotent", "description")
+    table.columns.insert(0, Column("tool", no_wrap=True))
+    for tool in _registry().tools():
+        o = tool.options
+        table.add_row(
+            tool.name,
+            "yes" if o.requires_confirmation else "",
+            "yes" if o.read_only else "",
+            "yes" if o.effective_idempotent else "",
+            (tool.description or "").split("\n")[0],
+        )
+    out.print(table)
+
+
+@tools_app.command("export")
+def tools_export(
+    format: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)}.")] = "openai",
+    strict: Annotated[bool, typer.Option(help="Strict variants (OpenAI structured outputs).")] = False,
+) -> None:
+    """Print the tool definitions in a provider's format (JSON)."""
+    if format not in FORMATS:
+        raise _fail(f"unknown format {format!r}; use one of {', '.join(FORMATS)}", 2)
+    print(json.dumps(_registry().definitions(format, strict=strict), indent=2, ensure_ascii=False))
+
+
+@tools_app.command("check")
+def tools_check() -> None:
+    """Check every definition against every provider's published rules; exit 1 on any problem."""
+    from toolrun.formats import check_request
+
+    registry = _registry()
+    problems = 0
+    checks = [("openai", False), ("openai", True), ("openai-responses", False), ("anthropic", False)]
+    checks += [("gemini", False), ("mcp", False)]
+    for fmt, strict in checks:
+        for v in check_request(registry.definitions(fmt, strict=strict), fmt, strict=strict):
+            label = f"{fmt}{' strict' if strict else ''}"
+            if v.severity == "error":
+                problems += 1
+                out.print(f"[red]error[/red] {label} {v.rule} {v.path}: {v.message}")
+            else:
+                out.print(f"[yellow]warning[/yellow] {label} {v.rule} {v.path}: {v.message}")
+    if problems:
+        raise _fail(f"{problems} problem(s)")
+    count = len(registry.tools())
+    out.print(f"[green]ok[/green]: {count} tools conform to {', '.join(FORMATS)} (and strict OpenAI)")
+
+
+# -- chat ------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def chat(
+    url: Annotated[str | None, typer.Option(help="A running server (default: in-process).")] = None,
+    token: Annotated[str | None, typer.Option(envvar="TOOLRUN_TOKEN", help="API token for --url.")] = None,
+    conversation: Annotated[str | None, typer.Option(help="Continue this conversation.")] = None,
+) -> None:
+    """Chat in the terminal: streaming text, y/n prompts for confirmations, a spinner while tools run."""
+    from toolrun._chat_cli import run_chat
+
+    code = asyncio.run(run_chat(url=url, token=token, conversation_id=conversation, console=out))
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    """Entry point of the `toolrun` console script."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

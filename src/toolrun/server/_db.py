@@ -1,0 +1,232 @@
+"""The service's tables and engine. The schema is owned by the Alembic migrations in `migrations/`;
+these `Table` objects describe it for queries (the migration test checks they agree).
+
+Every row carries the `user_id` it belongs to, and every query of a user's data filters on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from toolrun.runtime import AuditRecord
+from toolrun.server._sqlite import connect_inline
+
+__all__ = ["SQLAuditSink", "create_engine", "metadata"]
+
+logger = logging.getLogger("toolrun.server")
+
+metadata = sa.MetaData()
+
+users = sa.Table(
+    "toolrun_users",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("name", sa.String(64), nullable=False, unique=True),
+    sa.Column("roles", sa.Text(), nullable=False),  # JSON list
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.false()),
+)
+
+tokens = sa.Table(
+    "toolrun_tokens",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("user_id", sa.String(40), nullable=False, index=True),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("label", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("revoked_at", sa.Double(), nullable=True),
+)
+
+conversations = sa.Table(
+    "toolrun_conversations",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("user_id", sa.String(40), nullable=False),
+    sa.Column("title", sa.String(120), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("updated_at", sa.Double(), nullable=False),
+    sa.Column("pending_run_id", sa.String(40), nullable=True),  # the run awaiting a decision, if any
+    sa.Column("lease_until", sa.Double(), nullable=True),  # a run is working on it until then
+    sa.Column("lease_owner", sa.String(40), nullable=True),
+    sa.Index("toolrun_conversations_user", "user_id", "updated_at"),
+)
+
+messages = sa.Table(
+    "toolrun_messages",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    sa.Column("conversation_id", sa.String(40), nullable=False),
+    sa.Column("user_id", sa.String(40), nullable=False),
+    sa.Column("run_id", sa.String(40), nullable=False),
+    sa.Column("seq", sa.Integer(), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("data", sa.Text(), nullable=False),  # Message.to_dict() as JSON
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.UniqueConstraint("conversation_id", "seq", name="toolrun_messages_conversation_seq"),
+)
+
+runs = sa.Table(
+    "toolrun_runs",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("user_id", sa.String(40), nullable=False),
+    sa.Column("conversation_id", sa.String(40), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("state", sa.Text(), nullable=True),  # AgentRun.to_json() while it can resume
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("updated_at", sa.Double(), nullable=False),
+    sa.Index("toolrun_runs_conversation", "conversation_id", "created_at"),
+    sa.Index("toolrun_runs_user", "user_id"),
+)
+
+run_confirmations = sa.Table(
+    "toolrun_run_confirmations",
+    metadata,
+    sa.Column("confirmation_id", sa.String(64), primary_key=True),
+    sa.Column("run_id", sa.String(40), nullable=False, index=True),
+    sa.Column("user_id", sa.String(40), nullable=False),
+    sa.Column("conversation_id", sa.String(40), nullable=False),
+)
+
+audit = sa.Table(
+    "toolrun_audit",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    sa.Column("timestamp", sa.Double(), nullable=False),
+    sa.Column("action", sa.String(16), nullable=False),
+    sa.Column("tool", sa.String(128), nullable=True),
+    sa.Column("call_id", sa.String(128), nullable=False),
+    sa.Column("run_id", sa.String(128), nullable=True),
+    sa.Column("conversation_id", sa.String(128), nullable=True),
+    sa.Column("user_id", sa.String(128), nullable=True),
+    sa.Column("arguments_hash", sa.String(128), nullable=True),
+    sa.Column("outcome", sa.String(32), nullable=False),
+    sa.Column("code", sa.String(64), nullable=True),
+    sa.Column("duration_ms", sa.Double(), nullable=False),
+    sa.Column("attempts", sa.Integer(), nullable=False),
+    sa.Column("cached", sa.Boolean(), nullable=False),
+    sa.Column("error_id", sa.String(64), nullable=True),
+    sa.Column("confirmation_id", sa.String(64), nullable=True),
+    sa.Index("toolrun_audit_user_time", "user_id", "timestamp"),
+)
+
+
+def create_engine(url: str, **options: Any) -> AsyncEngine:
+    """The service's engine: SQLite (WAL, one connection, statements run on the loop: see `_sqlite`), or
+    PostgreSQL with a pool."""
+    if url.startswith("sqlite"):
+        # SQLite has one writer at a time, and its busy handler waits by sleeping: under concurrency, several
+        # connections spend their time in those sleeps. One connection makes every statement queue on the
+        # pool instead (an asyncio wait), which is far faster; WAL still lets other processes read.
+        if "poolclass" not in options:
+            options.setdefault("pool_size", 1)
+            options.setdefault("max_overflow", 0)
+            # Closing a Connection already rolls back what it began; the pool's second rollback would
+            # only cost another round trip to aiosqlite's thread.
+            options.setdefault("pool_reset_on_return", None)
+        database = sa.make_url(url).database or ":memory:"
+        engine = create_async_engine(
+            url, async_creator=functools.partial(connect_inline, database, busy_seconds=5.0), **options
+        )
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            if database != ":memory:":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=5000")
+            cursor.close()
+
+        return engine
+    if "poolclass" not in options:
+        options.setdefault("pool_size", 10)
+        options.setdefault("max_overflow", 20)
+    options.setdefault("pool_pre_ping", True)
+    return create_async_engine(url, **options)
+
+
+class SQLAuditSink:
+    """The content-free audit trail in `toolrun_audit`: records are queued on the event loop and written in
+    batches by one background task (the executor calls `write` on its hot path: it must not wait)."""
+
+    def __init__(
+        self, engine: AsyncEngine, *, flush_interval: float = 0.25, max_queue: int = 100_000
+    ) -> None:
+        self.engine = engine
+        self.flush_interval = flush_interval
+        self.max_queue = max_queue
+        self._queue: list[dict[str, Any]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self.dropped = 0
+
+    def write(self, record: AuditRecord) -> None:
+        if len(self._queue) >= self.max_queue:
+            self.dropped += 1
+            return
+        self._queue.append(
+            {
+                "timestamp": record.timestamp,
+                "action": str(record.action),
+                "tool": record.tool,
+                "call_id": record.call_id,
+                "run_id": record.trace_id,
+                "conversation_id": record.conversation_id,
+                "user_id": record.principal,
+                "arguments_hash": record.arguments_hash,
+                "outcome": record.outcome,
+                "code": record.code,
+                "duration_ms": record.duration_ms,
+                "attempts": record.attempts,
+                "cached": record.cached,
+                "error_id": record.error_id,
+                "confirmation_id": record.confirmation_id,
+            }
+        )
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval)
+            await self.flush()
+
+    async def flush(self) -> None:
+        batch, self._queue = self._queue, []
+        if not batch:
+            return
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(audit.insert(), batch)
+        except Exception as exc:  # the audit trail must never take the service down
+            logger.warning(
+                json.dumps(
+                    {"event": "audit_write_failed", "error": type(exc).__name__, "records": len(batch)}
+                )
+            )
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.flush()
+
+
+def now() -> float:
+    return time.time()

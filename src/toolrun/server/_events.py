@@ -1,0 +1,170 @@
+"""The service's internal event stream: what every wire format (toolrun SSE, AG-UI, AI SDK, JSON) adapts.
+
+One run — a new message, or a decision on a pending confirmation — yields, in order:
+
+```
+RunStarted
+  ( TextDelta | ToolCallStarted | ToolCallFinished | ConfirmationRequired )*
+RunFinished                      (always last, unless RunError ends the stream instead)
+```
+
+- `ToolCallStarted` comes before its `ToolCallFinished`; calls of one model turn may interleave.
+- A call that needs approval finishes with `status="confirmation_required"`, then `ConfirmationRequired`
+  carries the server's own record of it; the run then finishes with status `awaiting_confirmation`.
+- `RunFinished.response` is exactly the body `POST /api/v1/chat` answers (a `ChatResponse` as a dict).
+- `RunError` is only for failures of the service itself (the database went away, a bug); a model or tool
+  failure is a normal `RunFinished` with status `failed`. Nothing follows a `RunError`.
+
+Each event has a `kind` (the SSE event name) and `data()` (a JSON-safe dict, the SSE data).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias
+
+__all__ = [
+    "ConfirmationRequired",
+    "RunError",
+    "RunFinished",
+    "RunStarted",
+    "ServiceEvent",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
+
+
+@dataclass(kw_only=True, slots=True)
+class RunStarted:
+    """The run began (or resumed, after a decision). Always the first event."""
+
+    kind: ClassVar[str] = "run_started"
+    run_id: str
+    conversation_id: str
+    model: str
+    """The model's name (`demo` for the demo model)."""
+    demo: bool
+    """Whether the model is the offline demo stand-in."""
+    resumed: bool = False
+    """True when this run continues after a decision on a confirmation."""
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "conversation_id": self.conversation_id,
+            "model": self.model,
+            "demo": self.demo,
+            "resumed": self.resumed,
+        }
+
+
+@dataclass(kw_only=True, slots=True)
+class TextDelta:
+    """A piece of the assistant's answer, as it arrives."""
+
+    kind: ClassVar[str] = "text_delta"
+    run_id: str
+    message_id: str
+    """Groups the deltas of one assistant message."""
+    text: str
+
+    def data(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "message_id": self.message_id, "text": self.text}
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallStarted:
+    """The model called a tool; the executor is about to run it (or hold it for confirmation)."""
+
+    kind: ClassVar[str] = "tool_call_started"
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: Any
+    """The arguments as the model sent them (a dict when they are a JSON object)."""
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+        }
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallFinished:
+    """A call's result is known: `ok`, `error` or `confirmation_required`."""
+
+    kind: ClassVar[str] = "tool_call_finished"
+    run_id: str
+    call_id: str
+    tool: str
+    status: str
+    result: Any
+    """The tool's value when `status == "ok"`."""
+    error: dict[str, Any] | None
+    """`{"code", "message", "retryable", "recover_action", "details"}` when `status == "error"`."""
+    duration_ms: float
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "status": self.status,
+            "result": self.result,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+        }
+
+
+@dataclass(kw_only=True, slots=True)
+class ConfirmationRequired:
+    """A call waits for the user's decision; `pending` is the server's record (see `PendingItem`)."""
+
+    kind: ClassVar[str] = "confirmation_required"
+    run_id: str
+    pending: dict[str, Any]
+    """`{"confirmation_id", "tool", "arguments", "summary", "expires_at", "run_id", "conversation_id"}`."""
+
+    def data(self) -> dict[str, Any]:
+        return dict(self.pending)
+
+
+@dataclass(kw_only=True, slots=True)
+class RunFinished:
+    """The run stopped (completed, paused for confirmation, failed, ...) and is stored. Always last."""
+
+    kind: ClassVar[str] = "run_finished"
+    run_id: str
+    response: dict[str, Any]
+    """The `ChatResponse` body: conversation_id, run_id, status, output, messages, pending, model."""
+
+    def data(self) -> dict[str, Any]:
+        return self.response
+
+
+@dataclass(kw_only=True, slots=True)
+class RunError:
+    """The service failed while running (not the model or a tool): the stream ends here."""
+
+    kind: ClassVar[str] = "error"
+    run_id: str | None
+    code: str
+    message: str
+
+    def data(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "code": self.code, "message": self.message}
+
+
+ServiceEvent: TypeAlias = (
+    RunStarted
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | ConfirmationRequired
+    | RunFinished
+    | RunError
+)

@@ -1,0 +1,186 @@
+"""Structured JSON logs and Prometheus metrics, both content-free.
+
+One log line per request, per run and per tool call, with request/conversation/run/call/user ids, the
+outcome and the duration — never message text, tool arguments or results (a canary test holds us to it).
+Metrics live in a `CollectorRegistry` of their own per app (no process globals): requests, runs and tool
+calls by outcome, and latency histograms.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from toolrun.agent import AgentRun
+from toolrun.results import ToolResult
+from toolrun.tools import ToolCall
+
+__all__ = ["JSONFormatter", "Observer", "configure_logging"]
+
+logger = logging.getLogger("toolrun.server")
+
+# Attributes every LogRecord has: anything else a caller passed in `extra` is a field of the JSON line.
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime", "taskName"}
+_STANDARD.add("color_message")  # uvicorn's terminal copy of the message
+
+
+def _content_free(record: logging.LogRecord) -> bool:
+    """Libraries log SQL parameters, request bodies and stream chunks at DEBUG/INFO (aiosqlite, sqlalchemy,
+    sse_starlette, httpx, ...): user content. Only toolrun's and uvicorn's own records pass below WARNING."""
+    return record.levelno >= logging.WARNING or record.name.startswith(("toolrun", "uvicorn"))
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and the fields passed in `extra`.
+
+    Exception tracebacks are reduced to the exception's type name: their text may hold user data.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                data[key] = value
+        if record.exc_info and record.exc_info[0] is not None:
+            data["exception"] = record.exc_info[0].__name__
+        return json.dumps(data, default=str, ensure_ascii=False)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """Send every log record to stderr as JSON lines (the CLI calls this; tests install their own)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JSONFormatter())
+    handler.addFilter(_content_free)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        log = logging.getLogger(name)
+        log.handlers[:] = []
+        log.propagate = True
+    logging.getLogger("uvicorn.access").disabled = True  # we log each request ourselves, with its ids
+
+
+class Observer:
+    """Logs and metrics of one app."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "toolrun_http_requests",
+            "HTTP requests by route and status.",
+            ["method", "route", "status"],
+            registry=r,
+        )
+        self.request_seconds = Histogram(
+            "toolrun_http_request_duration_seconds",
+            "HTTP request latency (to the end of the response body).",
+            ["method", "route"],
+            registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.runs = Counter("toolrun_runs", "Agent runs by final status.", ["status"], registry=r)
+        self.run_seconds = Histogram(
+            "toolrun_run_duration_seconds",
+            "Run latency.",
+            registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+        )
+        self.tool_calls = Counter(
+            "toolrun_tool_calls", "Tool calls by tool and outcome.", ["tool", "outcome"], registry=r
+        )
+        self.tool_seconds = Histogram(
+            "toolrun_tool_call_duration_seconds",
+            "Tool call latency.",
+            ["tool"],
+            registry=r,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 15),
+        )
+
+    def request(
+        self, *, method: str, route: str, status: int, seconds: float, request_id: str, user_id: str | None
+    ) -> None:
+        self.requests.labels(method, route, str(status)).inc()
+        self.request_seconds.labels(method, route).observe(seconds)
+        logger.info(
+            "request",
+            extra={
+                "event": "request",
+                "request_id": request_id,
+                "method": method,
+                "route": route,
+                "status": status,
+                "duration_ms": round(seconds * 1000, 3),
+                "user_id": user_id,
+            },
+        )
+
+    def tool_call(
+        self, user_id: str, conversation_id: str, run_id: str, call: ToolCall, result: ToolResult
+    ) -> None:
+        code = result.error.code if result.error is not None else None
+        self.tool_calls.labels(call.name, result.status).inc()
+        self.tool_seconds.labels(call.name).observe(result.duration)
+        logger.info(
+            "tool_call",
+            extra={
+                "event": "tool_call",
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "run_id": run_id,
+                "call_id": call.id,
+                "tool": call.name,
+                "outcome": result.status,
+                "code": code,
+                "duration_ms": round(result.duration * 1000, 3),
+            },
+        )
+
+    def run_finished(
+        self, user_id: str, conversation_id: str, run_id: str, run: AgentRun, seconds: float, resumed: bool
+    ) -> None:
+        self.runs.labels(run.status).inc()
+        self.run_seconds.observe(seconds)
+        logger.info(
+            "run",
+            extra={
+                "event": "run",
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "run_id": run_id,
+                "status": run.status,
+                "resumed": resumed,
+                "steps": run.steps,
+                "tool_calls": len(run.tool_calls),
+                "pending": len(run.pending),
+                "duration_ms": round(seconds * 1000, 3),
+            },
+        )
+
+    def run_error(
+        self, user_id: str, conversation_id: str, run_id: str, exc: BaseException, error_id: str
+    ) -> None:
+        self.runs.labels("error").inc()
+        logger.error(
+            "run_error",
+            extra={
+                "event": "run_error",
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "run_id": run_id,
+                "error": type(exc).__name__,
+                "error_id": error_id,
+            },
+        )

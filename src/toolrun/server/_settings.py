@@ -1,0 +1,111 @@
+"""The service's settings: environment variables `TOOLRUN_*` (and a `.env` file), read only at the edge.
+
+`Settings()` reads them; `create_app(settings)` and the CLI are the only places that do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["DEFAULT_DATABASE_URL", "Settings", "SettingsError"]
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./toolrun.db"
+
+
+class SettingsError(RuntimeError):
+    """The settings cannot work as given (the message says which and what to do)."""
+
+
+class Settings(BaseSettings):
+    """Everything the service reads from its environment.
+
+    Provider keys (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`) are read by the model clients
+    themselves, under their usual names.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="TOOLRUN_", env_file=".env", extra="ignore")
+
+    database_url: str = DEFAULT_DATABASE_URL
+    """SQLAlchemy async URL: `sqlite+aiosqlite:///./toolrun.db` (WAL) or `postgresql+asyncpg://...`."""
+    redis_url: str | None = None
+    """Optional Redis for rate limits and the result cache shared by several processes."""
+    redis_prefix: str = "toolrun:"
+    """Prefix of every Redis key (give each deployment, and each test, its own)."""
+    model: str = "demo"
+    """`demo` (offline, deterministic) or an `infer_model` string: `openai:gpt-4o-mini`, `anthropic:...`."""
+    secret_key: SecretStr | None = None
+    """Key for argument hashes and signatures. Generated and kept in `data_dir` for one machine when unset
+    (SQLite only); several processes on PostgreSQL must share one explicitly."""
+    data_dir: Path = Path(".toolrun")
+    """Where a generated secret key (and the demo user's sign-in token) are kept, mode 0600."""
+    github_api: str = "https://api.github.com"
+    """The GitHub REST API used by `refresh_attachment` (tests point it at a fake)."""
+    github_token: SecretStr | None = None
+    """Optional GitHub token for `refresh_attachment`."""
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    """Largest request body accepted; larger ones get 413."""
+    confirmation_ttl: float = Field(default=600.0, gt=0)
+    """Seconds a pending confirmation can be approved."""
+    run_timeout: float = Field(default=120.0, gt=0)
+    """Seconds one run (a message or a decision) may take; also the lease on a busy conversation."""
+    max_steps: int = Field(default=10, ge=1)
+    """Model requests per run."""
+    instructions: str | None = None
+    """Override the system prompt given to real models."""
+    log_level: str = "INFO"
+    """Level of the JSON logs."""
+    token_cache_seconds: float = Field(default=5.0, ge=0)
+    """How long a process trusts a checked API token before asking the database again (revocations take
+    effect within this many seconds)."""
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def is_demo(self) -> bool:
+        return self.model.strip() == "demo"
+
+    def resolved_secret(self, *, create: bool = True) -> bytes:
+        """The secret key: the setting, else the key kept in `data_dir` (generated on first use, SQLite only).
+
+        Raises:
+            SettingsError: on PostgreSQL without `TOOLRUN_SECRET_KEY` (every process must use the same key).
+        """
+        if self.secret_key is not None:
+            value = self.secret_key.get_secret_value().encode()
+            if len(value) < 16:
+                raise SettingsError("TOOLRUN_SECRET_KEY must be at least 16 characters.")
+            return value
+        if not self.is_sqlite:
+            raise SettingsError(
+                "TOOLRUN_SECRET_KEY is required with a shared database: every server process must use the "
+                "same key. Generate one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
+            )
+        path = self.data_dir / "secret_key"
+        if path.exists():
+            return path.read_bytes().strip()
+        if not create:
+            raise SettingsError(f"No secret key yet at {path}; run `toolrun db upgrade` or `toolrun serve`.")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(32).encode()
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: use theirs
+            return path.read_bytes().strip()
+        try:
+            os.write(fd, key + b"\n")
+        finally:
+            os.close(fd)
+        return key
+
+    def derived_key(self, purpose: str) -> bytes:
+        """A 32-byte key for one purpose (argument hashes, signatures), derived from the secret key."""
+        return hmac.new(self.resolved_secret(), purpose.encode(), hashlib.sha256).digest()

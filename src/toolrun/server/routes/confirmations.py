@@ -1,0 +1,53 @@
+"""`GET /api/v1/confirmations`, `POST /api/v1/confirmations/{id}` and its `/stream` variant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Path
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse
+
+from toolrun.server._errors import PROBLEM_RESPONSES, problem_doc
+from toolrun.server.deps import Chat, CurrentUser
+from toolrun.server.schemas import ChatResponse, DecisionRequest, PendingList
+from toolrun.server.sse import SSE_DOC, sse_response
+
+router = APIRouter(prefix="/api/v1", tags=["confirmations"], responses=PROBLEM_RESPONSES)
+
+_CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: problem_doc("The conversation has a run working right now.")
+}
+_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {"description": "Server-sent events (see docs/service.md).", "content": {"text/event-stream": {}}}
+}
+ConfirmationId = Path(min_length=1, max_length=64, description="From a pending item.")
+
+
+@router.get("/confirmations", response_model=PendingList)
+async def list_confirmations(user: CurrentUser, chat: Chat) -> Any:
+    """The user's pending confirmations (not expired), oldest first."""
+    return {"pending": await chat.pending(user)}
+
+
+@router.post("/confirmations/{confirmation_id}", response_model=ChatResponse, responses=_CONFLICT)
+async def decide(
+    body: DecisionRequest, user: CurrentUser, chat: Chat, confirmation_id: str = ConfirmationId
+) -> Any:
+    """Approve (`{"approve": true}`) or deny a pending call; the run continues and answers like `/chat`."""
+    handle = await chat.start_decision(user, confirmation_id, approve=body.approve)
+    # Built by the service, documented by response_model: sent as is, without validating it a second time.
+    return JSONResponse(await handle.result())
+
+
+@router.post(
+    "/confirmations/{confirmation_id}/stream",
+    response_class=EventSourceResponse,
+    responses={**_CONFLICT, **SSE_DOC},
+)
+async def decide_stream(
+    body: DecisionRequest, user: CurrentUser, chat: Chat, confirmation_id: str = ConfirmationId
+) -> Any:
+    """Like `POST /confirmations/{id}`, streaming the continued run's events."""
+    handle = await chat.start_decision(user, confirmation_id, approve=body.approve)
+    return sse_response(handle)

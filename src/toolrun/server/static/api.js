@@ -1,0 +1,102 @@
+// The service's HTTP API (docs/service.md), with the token from sign-in. No framework, no build step.
+
+const TOKEN_KEY = "toolrun.token";
+
+export function getToken() {
+  return sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(token) {
+  localStorage.setItem(TOKEN_KEY, token);
+}
+
+export function clearToken() {
+  localStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(TOKEN_KEY);
+}
+
+/** An error with words a person can act on. */
+export class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const PLAIN = {
+  401: "Your token was not accepted. Sign in again with a valid token.",
+  403: "You are not allowed to do that.",
+  404: "That no longer exists (it may have been deleted or already decided).",
+  409: "The assistant is still working on this conversation, or waits for your decision on an action.",
+  413: "That message is too long.",
+  422: "The server could not read that request.",
+  429: "Too many requests. Wait a moment and try again.",
+};
+
+async function problem(response) {
+  let detail = "";
+  try {
+    const body = await response.json();
+    detail = body.detail || body.title || "";
+    if (Array.isArray(detail)) detail = detail.map((d) => d.msg || String(d)).join("; ");
+  } catch {
+    // not JSON: keep the plain words below
+  }
+  const plain = PLAIN[response.status] || `The server answered with an error (${response.status}).`;
+  return new ApiError(detail && response.status !== 401 ? `${plain} ${detail}` : plain, response.status);
+}
+
+async function request(method, path, body) {
+  const headers = { Authorization: `Bearer ${getToken()}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch {
+    throw new ApiError("Cannot reach the server. Check that it is running, then try again.", 0);
+  }
+  if (!response.ok) throw await problem(response);
+  return response;
+}
+
+export async function getJSON(path) {
+  return (await request("GET", path)).json();
+}
+
+export async function del(path) {
+  await request("DELETE", path);
+}
+
+/**
+ * POST a body and read the response as server-sent events, calling onEvent(name, data) for each one.
+ * (EventSource cannot POST or send a token, so the stream is read from fetch.)
+ */
+export async function stream(path, body, onEvent) {
+  const response = await request("POST", path, body);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value.replace(/\r\n/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) name = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (!data.length) continue; // a comment or a ping
+      let parsed;
+      try {
+        parsed = JSON.parse(data.join("\n"));
+      } catch {
+        continue;
+      }
+      onEvent(name, parsed);
+    }
+  }
+}

@@ -1,0 +1,291 @@
+// The page: sign in, conversations, chat with streaming text, tool and confirmation cards, the task list.
+import { ApiError, clearToken, getJSON, getToken, setToken, stream } from "./api.js";
+import { assistantBubble, confirmationCard, el, taskItem, toolCard, userBubble } from "./view.js";
+
+const CONVERSATION_KEY = "toolrun.conversation";
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  conversationId: localStorage.getItem(CONVERSATION_KEY),
+  busy: false,
+  cards: new Map(), // call id → tool card
+  confirmations: new Map(), // confirmation id → confirmation card
+};
+
+// -- errors in plain words ---------------------------------------------------------------------------
+
+function showError(error) {
+  const box = $("error");
+  const words = error instanceof ApiError || error instanceof Error ? error.message : String(error);
+  box.textContent = words;
+  box.hidden = false;
+  if (error instanceof ApiError && error.status === 401) signOut(false);
+}
+
+function clearError() {
+  $("error").hidden = true;
+  $("error").textContent = "";
+}
+
+// -- sign in -------------------------------------------------------------------------------------------
+
+function tokenFromLink() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get("token");
+  if (token) {
+    setToken(token);
+    history.replaceState(null, "", location.pathname + location.search); // keep it out of history
+  }
+}
+
+function signOut(forget = true) {
+  if (forget) {
+    clearToken();
+    localStorage.removeItem(CONVERSATION_KEY);
+  }
+  $("app").hidden = true;
+  $("sign-out").hidden = true;
+  $("sign-in").hidden = false;
+  $("token").focus();
+}
+
+async function start() {
+  clearError();
+  if (!getToken()) {
+    signOut(false);
+    return;
+  }
+  try {
+    await refreshConversations();
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  $("sign-in").hidden = true;
+  $("app").hidden = false;
+  $("sign-out").hidden = false;
+  await refreshTasks();
+  if (state.conversationId) await openConversation(state.conversationId);
+  $("message").focus();
+}
+
+// -- conversations ---------------------------------------------------------------------------------------
+
+function setConversation(id) {
+  state.conversationId = id;
+  if (id) localStorage.setItem(CONVERSATION_KEY, id);
+  else localStorage.removeItem(CONVERSATION_KEY);
+  for (const button of document.querySelectorAll("#conversation-list button")) {
+    button.setAttribute("aria-current", button.dataset.id === id ? "true" : "false");
+  }
+}
+
+async function refreshConversations() {
+  const { conversations } = await getJSON("/api/v1/conversations");
+  const list = $("conversation-list");
+  list.replaceChildren(
+    ...conversations.map((c) => {
+      const button = el("button", {
+        type: "button",
+        "data-id": c.id,
+        "aria-current": c.id === state.conversationId ? "true" : "false",
+        text: c.title + (c.awaiting_confirmation ? " (waiting for you)" : ""),
+      });
+      button.addEventListener("click", () => openConversation(c.id));
+      return el("li", {}, button);
+    }),
+  );
+  if (!conversations.length) list.append(el("li", { class: "muted", text: "No conversations yet." }));
+}
+
+function resetChat() {
+  $("messages").replaceChildren();
+  state.cards.clear();
+  state.confirmations.clear();
+}
+
+async function openConversation(id) {
+  clearError();
+  let detail;
+  try {
+    detail = await getJSON(`/api/v1/conversations/${encodeURIComponent(id)}`);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) {
+      setConversation(null);
+      resetChat();
+      return;
+    }
+    showError(error);
+    return;
+  }
+  resetChat();
+  setConversation(detail.id);
+  const messages = $("messages");
+  for (const m of detail.messages) {
+    if (m.role === "user") messages.append(userBubble(m.content));
+    else if (m.role === "assistant") {
+      if (m.content) {
+        const { item, body } = assistantBubble();
+        body.textContent = m.content;
+        messages.append(item);
+      }
+      for (const call of m.tool_calls || []) addToolCard(call.id, call.name, call.arguments);
+    } else if (m.role === "tool") {
+      const card = state.cards.get(m.call_id);
+      if (card) {
+        let value = m.content;
+        try {
+          value = JSON.parse(m.content);
+        } catch {
+          // plain text result
+        }
+        if (m.is_error) {
+          const found = /^Error ([A-Z_]+): ([^\n]*)/.exec(m.content);
+          card.finish({ status: "error", error: { code: found ? found[1] : "ERROR", message: found ? found[2] : m.content } });
+        } else {
+          card.finish({ status: "ok", result: value });
+        }
+      }
+    }
+  }
+  for (const pending of detail.pending || []) addConfirmation(pending);
+  messages.lastElementChild?.scrollIntoView({ block: "end" });
+}
+
+// -- a run's events --------------------------------------------------------------------------------------
+
+function addToolCard(callId, tool, args) {
+  const card = toolCard(callId, tool, args);
+  state.cards.set(callId, card);
+  $("messages").append(card.card);
+  return card;
+}
+
+function addConfirmation(pending) {
+  if (state.confirmations.has(pending.confirmation_id)) return;
+  for (const card of state.cards.values()) {
+    if (card.card.dataset.tool === pending.tool && !card.card.querySelector(".result:not([hidden])")) {
+      card.finish({ status: "confirmation_required" });
+    }
+  }
+  const confirmation = confirmationCard(pending, (approve, settle) => decide(pending.confirmation_id, approve, settle));
+  state.confirmations.set(pending.confirmation_id, confirmation);
+  $("messages").append(confirmation.card);
+  confirmation.card.scrollIntoView({ block: "end" });
+  confirmation.approve.focus();
+}
+
+function handlers() {
+  let bubble = null;
+  let bubbleFor = null;
+  return (name, data) => {
+    if (name === "run_started") {
+      if (!state.conversationId || state.conversationId !== data.conversation_id) setConversation(data.conversation_id);
+    } else if (name === "text_delta") {
+      if (!bubble || bubbleFor !== data.message_id) {
+        const fresh = assistantBubble();
+        $("messages").append(fresh.item);
+        bubble = fresh.body;
+        bubbleFor = data.message_id;
+      }
+      bubble.textContent += data.text;
+    } else if (name === "tool_call_started") {
+      bubble = null;
+      addToolCard(data.call_id, data.tool, data.arguments);
+    } else if (name === "tool_call_finished") {
+      const card = state.cards.get(data.call_id) || addToolCard(data.call_id, data.tool, null);
+      card.finish(data);
+      refreshTasks();
+    } else if (name === "confirmation_required") {
+      bubble = null;
+      addConfirmation(data);
+    } else if (name === "run_finished") {
+      if (!["completed", "awaiting_confirmation", "needs_user_input"].includes(data.status)) {
+        showError(`The assistant stopped before answering (${data.status})${data.error ? `: ${data.error}` : "."}`);
+      }
+    } else if (name === "error") {
+      showError(`Something went wrong on the server: ${data.message}`);
+    }
+    $("messages").lastElementChild?.scrollIntoView({ block: "end" });
+  };
+}
+
+async function run(path, body) {
+  state.busy = true;
+  $("send").disabled = true;
+  try {
+    await stream(path, body, handlers());
+  } finally {
+    state.busy = false;
+    $("send").disabled = false;
+    await Promise.all([refreshConversations().catch(() => {}), refreshTasks()]);
+  }
+}
+
+async function send(text) {
+  clearError();
+  $("messages").append(userBubble(text));
+  const body = { message: text };
+  if (state.conversationId) body.conversation_id = state.conversationId;
+  try {
+    await run("/api/v1/chat/stream", body);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+async function decide(confirmationId, approve, settle) {
+  clearError();
+  try {
+    await run(`/api/v1/confirmations/${encodeURIComponent(confirmationId)}/stream`, { approve });
+  } catch (error) {
+    settle(error instanceof ApiError && error.status === 404 ? "Already decided or expired: nothing ran." : "Not sent.");
+    showError(error);
+  }
+}
+
+// -- tasks -------------------------------------------------------------------------------------------------
+
+async function refreshTasks() {
+  try {
+    const { tasks, total } = await getJSON("/api/v1/tasks?limit=200&sort=created_desc");
+    $("task-list").replaceChildren(...tasks.map(taskItem));
+    $("task-count").textContent = total === 1 ? "1 task" : `${total} tasks`;
+  } catch (error) {
+    showError(error);
+  }
+}
+
+// -- wiring ------------------------------------------------------------------------------------------------
+
+$("sign-in").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = $("token").value.trim();
+  if (!token) return;
+  setToken(token);
+  $("token").value = "";
+  start();
+});
+$("sign-out").addEventListener("click", () => signOut(true));
+$("new-conversation").addEventListener("click", () => {
+  setConversation(null);
+  resetChat();
+  $("message").focus();
+});
+$("refresh-tasks").addEventListener("click", refreshTasks);
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("message").value.trim();
+  if (!text || state.busy) return;
+  $("message").value = "";
+  send(text);
+});
+$("message").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+
+tokenFromLink();
+start();

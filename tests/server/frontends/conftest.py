@@ -1,0 +1,104 @@
+"""A live server for the real clients (Node and Chromium), and the Node set-up from the committed lockfile."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+JS_DIR = Path(__file__).resolve().parents[2] / "js"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+
+
+@dataclass
+class LiveServer:
+    url: str
+    alice: str
+    bob: str
+
+    def get(self, path: str, token: str) -> Any:
+        response = httpx.get(self.url + path, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        response.raise_for_status()
+        return response.json()
+
+    def task_titles(self, token: str) -> list[str]:
+        return [t["title"] for t in self.get("/api/v1/tasks?limit=200", token)["tasks"]]
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A real uvicorn on 127.0.0.1 (a free port) with the demo model and a fresh SQLite database."""
+    directory = tmp_path_factory.mktemp("live")
+    log = directory / "server.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("_live_server.py")), str(directory)],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+    assert process.stdout is not None
+    try:
+        line = process.stdout.readline()
+        if not line:
+            process.wait(timeout=10)
+            pytest.fail(f"the live server did not start:\n{log.read_text()[-3000:]}")
+        info = json.loads(line)
+        yield LiveServer(url=f"http://127.0.0.1:{info['port']}", alice=info["alice"], bob=info["bob"])
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def node_clients() -> Path:
+    """tests/js with its node_modules installed by `npm ci` from the committed package-lock.json.
+
+    Fails (never skips) when Node 20+ or npm is missing or the install fails: these clients are the proof.
+    """
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail(
+            "Node.js 20+ and npm are required (apt-get install nodejs npm); `make test` installs them."
+        )
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    if int(version.lstrip("v").split(".")[0]) < 20:
+        pytest.fail(f"Node.js 20+ is required, found {version}.")
+    stamp = JS_DIR / "node_modules" / ".package-lock.json"
+    lock = JS_DIR / "package-lock.json"
+    if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
+        result = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, text=True, timeout=300
+        )
+        if result.returncode != 0:
+            pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stderr[-2000:]}")
+    return JS_DIR
+
+
+def run_node(js_dir: Path, script: str, payload: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+    """Run one harness script with `payload` on stdin; its JSON report."""
+    result = subprocess.run(
+        ["node", script],
+        cwd=js_dir,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, f"{script} failed ({result.returncode}):\n{result.stderr[-3000:]}"
+    report: dict[str, Any] = json.loads(result.stdout)
+    report["stderr"] = result.stderr
+    return report
