@@ -120,20 +120,33 @@ async def chat_session(
 
 
 async def load(base: str, path: str, tokens: list[str], turns: int, pid: int) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=len(tokens), max_keepalive_connections=len(tokens))
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+    # One client (one connection) per chat, as 200 browsers would be: a single httpx pool shared by 200
+    # connections spends more CPU finding a free connection than the servers spend answering.
+    clients = [httpx.AsyncClient(base_url=base, timeout=120) for _ in tokens]
+    try:
         warm_lat: list[float] = []
         warm_err: list[str] = []
-        await asyncio.gather(*(chat_session(client, path, t, -1, 1, warm_lat, warm_err) for t in tokens[:10]))
+        await asyncio.gather(
+            *(
+                chat_session(c, path, t, -1, 1, warm_lat, warm_err)
+                for c, t in zip(clients, tokens, strict=True)
+            )
+        )
         latencies: list[float] = []
         errors: list[str] = []
         cpu_before = cpu_seconds(pid)
         start = time.perf_counter()
         await asyncio.gather(
-            *(chat_session(client, path, t, i, turns, latencies, errors) for i, t in enumerate(tokens))
+            *(
+                chat_session(c, path, t, i, turns, latencies, errors)
+                for i, (c, t) in enumerate(zip(clients, tokens, strict=True))
+            )
         )
         wall = time.perf_counter() - start
         cpu = cpu_seconds(pid) - cpu_before
+    finally:
+        for c in clients:
+            await c.aclose()
     lat = sorted(latencies)
     return {
         "turns": len(lat),

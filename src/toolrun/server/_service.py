@@ -82,6 +82,43 @@ _PENDING_CONFLICT = (
 )
 
 
+# The statements of every turn, built once: building a Core statement and its cache key costs more CPU
+# than SQLite takes to run it.
+_bp = sa.bindparam
+_c, _r, _m = _db.conversations, _db.runs, _db.messages
+_CLAIM_WHERE = (_c.c.id == _bp("b_cid"), _c.c.user_id == _bp("b_uid"))
+_LEASE_FREE = sa.or_(_c.c.lease_until.is_(None), _c.c.lease_until < _bp("b_now"))
+_CLAIM_FREE = (
+    _c.update()
+    .where(*_CLAIM_WHERE, _c.c.pending_run_id.is_(None), _LEASE_FREE)
+    .values(lease_until=_bp("b_lease"), lease_owner=_bp("b_owner"))
+)
+_CLAIM_PAUSED = (
+    _c.update()
+    .where(*_CLAIM_WHERE, _c.c.pending_run_id == _bp("b_pending"), _LEASE_FREE)
+    .values(lease_until=_bp("b_lease"), lease_owner=_bp("b_owner"))
+)
+_STALE_RUNS = (
+    _r.update()
+    .where(_r.c.conversation_id == _bp("b_cid"), _r.c.status == "running", _r.c.id != _bp("b_owner"))
+    .values(status="failed", error="The server stopped while this run was working.", updated_at=_bp("b_now"))
+)
+_HISTORY = (
+    sa.select(_m.c.seq, _m.c.run_id, _m.c.data).where(_m.c.conversation_id == _bp("b_cid")).order_by(_m.c.seq)
+)
+_INSERT_MESSAGES = _m.insert()
+_INSERT_RUN = _r.insert()
+_FINISH_RUN = (
+    _r.update()
+    .where(_r.c.id == _bp("b_rid"))
+    .values(status=_bp("b_status"), state=_bp("b_state"), error=_bp("b_error"), updated_at=_bp("b_now"))
+)
+_FINISH_CONVERSATION = (
+    _c.update()
+    .where(*_CLAIM_WHERE)
+    .values(pending_run_id=_bp("b_pending"), updated_at=_bp("b_now"), lease_until=None, lease_owner=None)
+)
+
 _EXPIRED_RESULT = "Error CONFIRMATION_EXPIRED: the user did not decide in time; the action did not run."
 
 
@@ -290,26 +327,28 @@ class ChatService:
             seq = len(history)
             user_message = UserMessage(content=message)
             await conn.execute(
-                _db.messages.insert().values(
-                    conversation_id=conversation_id,
-                    user_id=user,
-                    run_id=run_id,
-                    seq=seq,
-                    role="user",
-                    data=json.dumps(user_message.to_dict()),
-                    created_at=now,
-                )
+                _INSERT_MESSAGES,
+                {
+                    "conversation_id": conversation_id,
+                    "user_id": user,
+                    "run_id": run_id,
+                    "seq": seq,
+                    "role": "user",
+                    "data": json.dumps(user_message.to_dict()),
+                    "created_at": now,
+                },
             )
             await conn.execute(
-                _db.runs.insert().values(
-                    id=run_id,
-                    user_id=user,
-                    conversation_id=conversation_id,
-                    status="running",
-                    model=self.model_name,
-                    created_at=now,
-                    updated_at=now,
-                )
+                _INSERT_RUN,
+                {
+                    "id": run_id,
+                    "user_id": user,
+                    "conversation_id": conversation_id,
+                    "status": "running",
+                    "model": self.model_name,
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
         history.append(message_view(seq, run_id, user_message.to_dict()))
         job = _Job(
@@ -627,32 +666,14 @@ class ChatService:
         pending_run_id: str | None,
     ) -> None:
         c = _db.conversations
-        pending_match = (
-            c.c.pending_run_id.is_(None) if pending_run_id is None else c.c.pending_run_id == pending_run_id
-        )
-        result = await conn.execute(
-            c.update()
-            .where(
-                c.c.id == conversation_id,
-                c.c.user_id == user,
-                pending_match,
-                sa.or_(c.c.lease_until.is_(None), c.c.lease_until < now),
-            )
-            .values(lease_until=lease, lease_owner=run_id)
-        )
+        params = {"b_cid": conversation_id, "b_uid": user, "b_now": now, "b_lease": lease, "b_owner": run_id}
+        if pending_run_id is None:
+            result = await conn.execute(_CLAIM_FREE, params)
+        else:
+            result = await conn.execute(_CLAIM_PAUSED, {**params, "b_pending": pending_run_id})
         if result.rowcount == 1:
             # A run a killed process left behind can no longer finish: say so instead of "running" forever.
-            await conn.execute(
-                _db.runs.update()
-                .where(
-                    _db.runs.c.conversation_id == conversation_id,
-                    _db.runs.c.status == "running",
-                    _db.runs.c.id != run_id,
-                )
-                .values(
-                    status="failed", error="The server stopped while this run was working.", updated_at=now
-                )
-            )
+            await conn.execute(_STALE_RUNS, {"b_cid": conversation_id, "b_owner": run_id, "b_now": now})
             return
         row = (
             await conn.execute(
@@ -685,14 +706,7 @@ class ChatService:
     async def _history(
         self, conn: AsyncConnection, conversation_id: str
     ) -> tuple[list[dict[str, Any]], list[Message]]:
-        m = _db.messages
-        rows = (
-            await conn.execute(
-                sa.select(m.c.seq, m.c.run_id, m.c.data)
-                .where(m.c.conversation_id == conversation_id)
-                .order_by(m.c.seq)
-            )
-        ).all()
+        rows = (await conn.execute(_HISTORY, {"b_cid": conversation_id})).all()
         views: list[dict[str, Any]] = []
         stored: list[Message] = []
         for seq, run_id, data in rows:
@@ -834,14 +848,19 @@ class ChatService:
             job.history.append(message_view(job.next_seq + i, job.run_id, data))
         paused = run.status == "awaiting_confirmation"
         state = json.dumps({"run": run.to_json(), "persisted": len(run.messages)}) if paused else None
-        c, rc = _db.conversations, _db.run_confirmations
+        rc = _db.run_confirmations
         async with self.engine.begin() as conn:
             if rows:
-                await conn.execute(_db.messages.insert(), rows)
+                await conn.execute(_INSERT_MESSAGES, rows)
             await conn.execute(
-                _db.runs.update()
-                .where(_db.runs.c.id == job.run_id)
-                .values(status=run.status, state=state, error=run.error, updated_at=now)
+                _FINISH_RUN,
+                {
+                    "b_rid": job.run_id,
+                    "b_status": run.status,
+                    "b_state": state,
+                    "b_error": run.error,
+                    "b_now": now,
+                },
             )
             if decided:
                 await conn.execute(rc.delete().where(rc.c.confirmation_id.in_(list(decided))))
@@ -867,14 +886,13 @@ class ChatService:
                 if add:
                     await conn.execute(rc.insert(), add)
             await conn.execute(
-                c.update()
-                .where(c.c.id == job.conversation_id, c.c.user_id == user)
-                .values(
-                    pending_run_id=job.run_id if paused else None,
-                    updated_at=now,
-                    lease_until=None,
-                    lease_owner=None,
-                )
+                _FINISH_CONVERSATION,
+                {
+                    "b_cid": job.conversation_id,
+                    "b_uid": user,
+                    "b_pending": job.run_id if paused else None,
+                    "b_now": now,
+                },
             )
         pending: list[dict[str, Any]] = []
         for p in run.pending if paused else ():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -20,7 +21,9 @@ from toolrun import ToolCall, ToolContext, ToolExecutor, ToolRegistry
 from toolrun.apps.tasks import GitHubClient, TaskStore, task_tools
 from toolrun.server.migrate import upgrade
 
-POSTGRES_ADMIN_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+POSTGRES_ADMIN_URL = os.environ.get(
+    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
 
 ALICE = ToolContext(user_id="alice")
 BOB = ToolContext(user_id="bob")

@@ -154,7 +154,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
     """
     gh = github if github is not None else GitHubClient()
 
-    @tool(idempotent=False, timeout=10.0)
+    @tool(idempotent=False, timeout=30.0)
     async def create_task(
         title: str,
         ctx: ToolContext,
@@ -188,7 +188,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
         )
         return task.to_dict()
 
-    @tool(idempotent=True, timeout=10.0)
+    @tool(idempotent=True, timeout=30.0)
     async def update_task(
         task_id: str,
         ctx: ToolContext,
@@ -235,7 +235,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
             raise _task_not_found(task_id)
         return task.to_dict()
 
-    @tool(destructive=True, timeout=10.0)
+    @tool(destructive=True, timeout=30.0)
     async def delete_task(task_id: str, ctx: ToolContext) -> dict[str, Any]:
         """Delete one of the user's tasks and its attachments, permanently.
 
@@ -252,7 +252,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
             raise _task_not_found(task_id)
         return {"deleted": task.id, "title": task.title}
 
-    @tool(read_only=True, timeout=10.0)
+    @tool(read_only=True, timeout=30.0)
     async def query_tasks(
         ctx: ToolContext,
         filters: TaskFilters | None = None,
@@ -289,7 +289,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
         applied = {k: v for k, v in f.model_dump().items() if v not in (None, [])}
         return {"tasks": [t.to_dict(format) for t in tasks], "total": total, "applied_filters": applied}
 
-    @tool(read_only=True, timeout=10.0)
+    @tool(read_only=True, timeout=30.0)
     async def list_attachments(task_id: str, ctx: ToolContext) -> dict[str, Any]:
         """List the URLs attached to one of the user's tasks.
 
@@ -306,7 +306,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
         found = await store.list_attachments(user, task_id)
         return {"task_id": task_id, "attachments": [a.to_dict() for a in found]}
 
-    @tool(timeout=10.0)
+    @tool(timeout=30.0)
     async def add_attachment(
         task_id: str, url: str, ctx: ToolContext, title: str | None = None
     ) -> dict[str, Any]:
@@ -337,7 +337,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
             raise _task_not_found(task_id)
         return att.to_dict()
 
-    @tool(destructive=True, timeout=10.0)
+    @tool(destructive=True, timeout=30.0)
     async def delete_attachment(attachment_id: str, ctx: ToolContext) -> dict[str, Any]:
         """Remove an attachment from a task, permanently.
 
