@@ -28,4 +28,3 @@ def test_task_agent_example_runs_without_a_provider() -> None:
     assert "tool add_task: ok" in out.stdout
     assert "tool delete_task: error Error CONFIRMATION_DENIED" in out.stdout  # no terminal: denied, never run
     assert out.stdout.rstrip().splitlines()[-2].startswith("[completed]")
-

@@ -24,6 +24,8 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from toolrun.mcp._cli import app as mcp_app
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(help="toolrun: the task assistant service and its tools.", no_args_is_help=True)
@@ -33,6 +35,7 @@ tools_app = typer.Typer(help="The tools the service serves.", no_args_is_help=Tr
 app.add_typer(users_app, name="users")
 app.add_typer(db_app, name="db")
 app.add_typer(tools_app, name="tools")
+app.add_typer(mcp_app, name="mcp")
 
 out = Console()
 err = Console(stderr=True)
@@ -184,9 +187,50 @@ async def ensure_demo_user(settings: Any, name: str) -> str:
 
 def create_app_from_env() -> Any:
     """The uvicorn factory of `toolrun serve` (settings from the environment the command prepared)."""
-    from toolrun.server import Settings, create_app
+    from toolrun.server import Settings
 
-    return create_app(Settings())
+    return create_service_app(Settings())
+
+
+def task_registry() -> Any:
+    """The task tools on the service's database: the default target of `toolrun mcp serve`.
+
+    Settings come from the environment (`TOOLRUN_DATABASE_URL`, `TOOLRUN_GITHUB_API`, ...); run
+    `toolrun db upgrade` first. Each call acts for the MCP principal (`--user`): its own tasks only.
+    """
+    from toolrun.apps.tasks import GitHubClient, TaskStore, task_tools
+    from toolrun.registry import ToolRegistry
+    from toolrun.server import Settings
+    from toolrun.server._db import create_engine
+
+    settings = Settings()
+    token = settings.github_token.get_secret_value() if settings.github_token else None
+    store = TaskStore(create_engine(settings.database_url))
+    return ToolRegistry(task_tools(store, GitHubClient(settings.github_api, token=token)))
+
+
+def create_service_app(settings: Any, **app_options: Any) -> Any:
+    """The chat service with its tools also served over MCP (Streamable HTTP) at `/mcp`.
+
+    The MCP endpoint runs on the service's own executor — the same gates, stores, audit and confirmation
+    records — and takes the service's bearer tokens: each request acts as the token's user with its roles.
+    The server is composed here, at the edge, because `toolrun.server` does not import `toolrun.mcp`.
+    """
+    from toolrun import ToolContext
+    from toolrun.mcp import create_server, mount_mcp
+    from toolrun.server import create_app
+
+    app = create_app(settings, **app_options)
+    state = app.state.toolrun
+
+    async def resolve(token: str) -> ToolContext[Any] | None:
+        principal = await state.users.authenticate(token)
+        if principal is None:
+            return None
+        return ToolContext(user_id=principal.user_id, roles=principal.roles)
+
+    mount_mcp(app, create_server(state.registry, executor=state.executor), resolve_principal=resolve)
+    return app
 
 
 @app.command()

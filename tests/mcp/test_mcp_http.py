@@ -138,3 +138,43 @@ async def test_mount_in_a_starlette_app(server: Any) -> None:
         async with Client(http_transport(f"{base}/mcp", "tok-member")) as client:
             result = await client.call_tool("add", {"a": 2, "b": 2})
     assert result.structured_content == {"result": 4}
+
+
+async def test_the_service_serves_its_tools_at_mcp_with_its_own_tokens(tmp_path: Any) -> None:
+    """`toolrun serve`'s app: the task tools at /mcp, each request acting for its bearer token's user,
+    through the service's own executor (its confirmation store and audit trail)."""
+    from toolrun.cli import create_service_app
+    from toolrun.server import Settings
+    from toolrun.server.migrate import upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
+    await upgrade(url)
+    settings = Settings(_env_file=None, database_url=url, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    app = create_service_app(settings)
+    users = app.state.toolrun.users
+    _, ada = await users.add("ada")
+    _, bob = await users.add("bob")
+    async with serving(app) as base:
+        async with httpx2.AsyncClient() as http:
+            assert (await http.get(f"{base}/healthz")).status_code == 200
+            assert (await http.post(f"{base}/mcp", json={})).status_code == 401
+        async with Client(
+            http_transport(f"{base}/mcp", ada), elicitation_callback=answer("accept")
+        ) as client:
+            created = await client.call_tool("create_task", {"title": "Renew passport"})
+            task_id = created.structured_content["id"] if created.structured_content else None
+            mine = await client.call_tool("query_tasks", {})
+        async with Client(
+            http_transport(f"{base}/mcp", bob), elicitation_callback=answer("accept")
+        ) as client:
+            theirs = await client.call_tool("query_tasks", {})
+            stolen = await client.call_tool("delete_task", {"task_id": task_id})
+        async with Client(
+            http_transport(f"{base}/mcp", ada), elicitation_callback=answer("decline")
+        ) as client:
+            kept = await client.call_tool("delete_task", {"task_id": task_id})
+            still = await client.call_tool("query_tasks", {})
+    assert not created.is_error and task_id
+    assert "Renew passport" in text(mine) and "Renew passport" not in text(theirs)
+    assert stolen.is_error  # another user's task id is as unknown as a missing one
+    assert kept.is_error and "Renew passport" in text(still)

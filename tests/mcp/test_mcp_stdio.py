@@ -90,7 +90,31 @@ def test_cli_explains_a_bad_target(target: str, message: str) -> None:
 def test_missing_default_target_names_the_task_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     from toolrun.mcp import _cli
 
-    assert _cli.DEFAULT_TARGET == "toolrun.apps.tasks"
-    monkeypatch.setattr(_cli, "DEFAULT_TARGET", "toolrun.no_such_apps.tasks")
-    with pytest.raises(_cli.TargetError, match=r"task tools \(toolrun.apps.tasks\) are not part"):
-        _cli.load_target("toolrun.no_such_apps.tasks")
+    assert _cli.DEFAULT_TARGET == "toolrun.cli:task_registry"
+    monkeypatch.setattr(_cli, "DEFAULT_TARGET", "toolrun.no_such_cli:task_registry")
+    with pytest.raises(_cli.TargetError, match=r"task tools are not part of this installation"):
+        _cli.load_target("toolrun.no_such_cli:task_registry")
+
+
+async def test_the_default_target_serves_the_task_tools_on_the_service_database(tmp_path: Path) -> None:
+    """`toolrun mcp serve` with no TARGET: the task tools on TOOLRUN_DATABASE_URL, for `--user` only."""
+    from toolrun.server.migrate import upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
+    await upgrade(url)
+    env = {**os.environ, "TOOLRUN_DATABASE_URL": url, "TOOLRUN_DATA_DIR": str(tmp_path / "data")}
+
+    def as_user(user: str) -> StdioServerParameters:
+        args = ["-m", "toolrun.mcp", "serve", "--user", user]
+        return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(tmp_path))
+
+    async with Client(as_user("ada")) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        created = await client.call_tool("create_task", {"title": "Renew passport", "priority": "high"})
+        mine = await client.call_tool("query_tasks", {})
+    async with Client(as_user("bob")) as client:
+        theirs = await client.call_tool("query_tasks", {})
+    assert {"create_task", "query_tasks", "delete_task"} <= set(names)
+    assert not created.is_error and "Renew passport" in text(created)
+    assert "Renew passport" in text(mine)
+    assert "Renew passport" not in text(theirs)

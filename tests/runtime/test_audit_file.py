@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from toolrun import ToolCall, ToolContext, ToolError, ToolExecutor, ToolRegistry, tool
-from toolrun.runtime import JSONLinesAuditSink
+from toolrun.runtime import AuditRecord, JSONLinesAuditSink
 
 CANARY = "canary-7f3a9c-secret"
 
@@ -44,9 +47,9 @@ async def test_one_line_per_call_and_no_content(tmp_path: Path) -> None:
     ]
     for call in calls:
         await executor.execute(call, ctx)
-    assert len(path.read_text().splitlines()) == 3  # one full batch written, two lines waiting
+    await executor.aclose()  # flushes the executor's sinks
+    assert len(path.read_text().splitlines()) == 5
     sink.close()
-    await executor.aclose()
 
     text = path.read_text()
     assert CANARY not in text
@@ -62,8 +65,6 @@ async def test_one_line_per_call_and_no_content(tmp_path: Path) -> None:
 def test_stream_target_batch_one_and_close_is_idempotent() -> None:
     stream = io.StringIO()
     sink = JSONLinesAuditSink(stream, batch=1)
-    from toolrun.runtime import AuditRecord
-
     record = AuditRecord(
         "execute", "echo", "c1", None, None, "u", "h", "ok", None, 1.23456, 1, False, None, None, 0.0
     )
@@ -78,3 +79,159 @@ def test_stream_target_batch_one_and_close_is_idempotent() -> None:
     assert not stream.closed  # a stream given to the sink stays the caller's
     with pytest.raises(ValueError, match="batch"):
         JSONLinesAuditSink(stream, batch=0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Off the call path: a writer thread, batches, the interval, close, nothing lost
+
+
+def _record(call_id: str, **changes: object) -> AuditRecord:
+    values: dict[str, object] = {
+        "action": "execute",
+        "tool": "echo",
+        "call_id": call_id,
+        "trace_id": "t",
+        "conversation_id": "conv",
+        "principal": "u",
+        "arguments_hash": "h",
+        "outcome": "ok",
+        "code": None,
+        "duration_ms": 1.5,
+        "attempts": 1,
+        "cached": False,
+        "error_id": None,
+        "confirmation_id": None,
+        "timestamp": 1.0,
+    }
+    values.update(changes)
+    return AuditRecord(**values)  # type: ignore[arg-type]
+
+
+async def _until(predicate: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.005)
+
+
+async def test_write_only_queues_and_the_writer_thread_writes_full_batches(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    with JSONLinesAuditSink(path, batch=4, flush_interval=60) as sink:
+        for i in range(3):
+            sink.write(_record(f"c{i}"))
+        assert path.read_bytes() == b""  # nothing on the call path, and the batch is not full
+        sink.write(_record("c3"))
+        await _until(lambda: sink.written == 4)
+        assert [json.loads(x)["call_id"] for x in path.read_text().splitlines()] == ["c0", "c1", "c2", "c3"]
+        sink.write(_record("c4"))
+    assert len(path.read_text().splitlines()) == 5 and sink.failed == 0  # close wrote the rest
+
+
+async def test_the_interval_writes_a_batch_that_never_fills(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    with JSONLinesAuditSink(path, batch=1000, flush_interval=0.02) as sink:
+        sink.write(_record("lonely"))
+        await _until(lambda: sink.written == 1)
+        assert json.loads(path.read_text())["call_id"] == "lonely"
+
+
+def test_hostile_ids_cannot_split_or_forge_lines() -> None:
+    stream = io.BytesIO()
+    forged = '"},{"action":"approve","tool":"wipe'
+    with JSONLinesAuditSink(stream, batch=100) as sink:
+        sink.write(_record(forged, principal="}\n{"))
+        sink.write(_record("lone \ud800 surrogate"))  # not UTF-8: the batch falls back, nothing is lost
+        sink.write(_record("c3", code="X" * 3, error_id="err_1"))
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3
+    records = [json.loads(line) for line in lines]
+    assert records[0]["call_id"] == forged and records[0]["principal"] == "}\n{"
+    assert records[0]["action"] == "execute"
+    assert records[1]["call_id"] == "lone \ud800 surrogate"
+    assert (records[2]["code"], records[2]["error_id"]) == ("XXX", "err_1")
+
+
+def test_a_record_after_close_is_written_at_once_or_counted_as_failed(tmp_path: Path) -> None:
+    stream = io.StringIO()
+    sink = JSONLinesAuditSink(stream, batch=50)
+    sink.close()
+    sink.write(_record("late"))  # a call that finished after close: written in its caller's thread
+    assert json.loads(stream.getvalue())["call_id"] == "late"
+    owned = JSONLinesAuditSink(tmp_path / "b.jsonl", batch=50)
+    owned.close()
+    owned.write(_record("too late"))  # the sink's own file is closed: counted and logged, never raised
+    assert (owned.written, owned.failed) == (0, 1)
+    with pytest.raises(ValueError, match="flush_interval"):
+        JSONLinesAuditSink(stream, flush_interval=0)
+
+
+async def test_closing_the_executor_under_load_loses_no_record(tmp_path: Path) -> None:
+    """Many calls in flight (async and in threads, ok and failing); the executor is closed in the middle.
+    When `aclose()` returns, every call that had finished has its line on disk; once the rest finish and
+    the sink is closed, there is exactly one line per call."""
+    path = tmp_path / "audit.jsonl"
+    sink = JSONLinesAuditSink(path, batch=16, flush_interval=60)  # only full batches and flush() write
+
+    @tool
+    async def slow(n: int) -> int:
+        """Sleeps a little."""
+        await asyncio.sleep(0.001 * (n % 7))
+        if n % 5 == 0:
+            raise ToolError("FIVE", "multiple of five")
+        return n
+
+    @tool
+    def in_thread(n: int) -> int:
+        """Sync work."""
+        time.sleep(0.0005)
+        return n
+
+    executor = ToolExecutor(ToolRegistry([slow, in_thread]), audit=sink, audit_logger=None)
+    finished: set[str] = set()
+
+    async def one(i: int) -> None:
+        name = ("slow", "in_thread", "missing")[i % 3]
+        result = await executor.execute(ToolCall(id=f"c{i}", name=name, arguments={"n": i}))
+        finished.add(result.call_id)
+
+    tasks = [asyncio.ensure_future(one(i)) for i in range(300)]
+    await _until(lambda: len(finished) >= 100)
+    await executor.aclose()
+    done_before_close = set(finished)
+    on_disk = [json.loads(line)["call_id"] for line in path.read_text().splitlines()]
+    assert done_before_close <= set(on_disk)
+    await asyncio.gather(*tasks)
+    sink.close()
+    on_disk = [json.loads(line)["call_id"] for line in path.read_text().splitlines()]
+    assert sorted(on_disk) == sorted(f"c{i}" for i in range(300))  # one each: none lost, none twice
+    assert sink.failed == 0
+
+
+class _AsyncFlushSink:
+    """A sink whose writes go out in an async `flush` (like a database-backed sink)."""
+
+    def __init__(self) -> None:
+        self.queued: list[AuditRecord] = []
+        self.written: list[AuditRecord] = []
+
+    def write(self, record: AuditRecord) -> None:
+        self.queued.append(record)
+
+    async def flush(self) -> None:
+        self.written += self.queued
+        self.queued = []
+
+
+async def test_aclose_awaits_an_async_flush_and_close_leaves_no_coroutine_behind() -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo text."""
+        return text
+
+    sink = _AsyncFlushSink()
+    executor = ToolExecutor(ToolRegistry([echo]), audit=sink)
+    await executor.execute(ToolCall(id="c1", name="echo", arguments={"text": "x"}))
+    executor.close()  # cannot await: the async flush is not started (no "never awaited" warning either)
+    assert sink.written == [] and len(sink.queued) == 1
+    await executor.aclose()
+    assert [r.call_id for r in sink.written] == ["c1"] and sink.queued == []

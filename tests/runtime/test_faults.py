@@ -357,11 +357,15 @@ async def test_a_broken_registry_or_context_still_ends_in_results(gate: threadin
     assert "could not be looked up" in r.error.message
     assert "view bug" not in r.error.message
     ex = ToolExecutor(_registry(gate))
-    roles: Any = None
-    r = await bounded(ex, call("echo", {"text": "x"}), ToolContext(allowed_tools=5))  # type: ignore[arg-type]
+    # A context refuses such values when built; one changed afterwards still cannot break a call.
+    bad: Any = ToolContext()
+    bad.allowed_tools = 5
+    r = await bounded(ex, call("echo", {"text": "x"}), bad)
     assert r.error is not None and r.error.code == ErrorCode.EXECUTION_FAILED
     assert "could not be started" in r.error.message
-    r = await bounded(ex, call("echo", {"text": "x"}), ToolContext(roles=roles))
+    bad = ToolContext()
+    bad.roles = None
+    r = await bounded(ex, call("echo", {"text": "x"}), bad)
     assert r.status == "ok"  # the tool has no roles: the context's roles are not read
 
 

@@ -163,7 +163,7 @@ async def test_chain_stops_at_the_first_failure_or_bad_reference(make_executor: 
     )
     assert len(results) == 2 and results[1].error is not None
     assert results[1].error.code == ErrorCode.INVALID_ARGUMENTS and "out of range" in results[1].error.message
-    for bad in ("$later.id", "$find.nothing", "$find.total.deeper"):
+    for bad in ("$find.nothing", "$find.total.deeper"):
         results = await ex.chain(
             [
                 {"id": "find", "tool": "search", "arguments": {"query": "x"}},
@@ -176,6 +176,39 @@ async def test_chain_stops_at_the_first_failure_or_bad_reference(make_executor: 
         [{"id": "a", "tool": "get_task", "arguments": {"task_id": 5}}, {"id": "b", "tool": "x"}]
     )
     assert len(results) == 1 and results[0].error is not None
+
+
+async def test_a_bad_chain_runs_nothing(make_executor: Any) -> None:
+    """The whole chain is checked before step 0 runs: a duplicate id, a bad id, a malformed step or a
+    reference to a later (or unknown) step anywhere in it means no step runs at all."""
+    log: list[Any] = []
+    ex = make_executor(*chain_tools(log))
+    first = {"id": "find", "tool": "search", "arguments": {"query": "x"}}
+    for bad_tail, what in (
+        ([{"id": "find", "tool": "search", "arguments": {"query": "y"}}], "used twice"),
+        (
+            [{"id": "open", "tool": "get_task", "arguments": {"task_id": "x"}}, {"id": "b c", "tool": "x"}],
+            "id",
+        ),
+        ([{"id": "open", "tool": "get_task"}, "not a step"], "malformed"),
+        (
+            [
+                {"id": "open", "tool": "get_task", "arguments": {"task_id": "$later.id"}},
+                {"id": "later", "tool": "x"},
+            ],
+            "no earlier step 'later'",
+        ),
+        (
+            [{"id": "open", "tool": "get_task", "arguments": {"task_id": {"deep": ["$nowhere"]}}}],
+            "no earlier step 'nowhere'",
+        ),
+        ([{"id": "open", "tool": "get_task", "arguments": {"task_id": "$open"}}], "no earlier step 'open'"),
+    ):
+        results = await ex.chain([first, *bad_tail])  # type: ignore[list-item]
+        assert len(results) == 1, what
+        error = results[0].error
+        assert error is not None and error.code == ErrorCode.INVALID_ARGUMENTS and what in error.message, what
+        assert log == [], what
 
 
 async def test_chain_refuses_malformed_steps(make_executor: Any) -> None:

@@ -187,7 +187,7 @@ async def test_the_budget_counts_started_calls_only(make_executor: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Session snapshot
+# Session state (see also test_isolation.py)
 
 
 async def test_a_failing_handler_s_state_changes_are_rolled_back_in_place(make_executor: Any) -> None:
@@ -234,22 +234,29 @@ async def test_uncopyable_state_fails_closed_except_for_read_only_tools(make_exe
     runs: list[str] = []
 
     @tool
-    async def write() -> str:
+    async def write(ctx: ToolContext) -> str:
         """Write."""
         runs.append("write")
         return "w"
 
     @tool(read_only=True)
-    async def read() -> str:
+    async def read(ctx: ToolContext) -> str:
         """Read."""
         runs.append("read")
         return "r"
 
-    ex = make_executor(write, read)
+    @tool
+    async def blind() -> str:
+        """Cannot see the state (no context): nothing to copy."""
+        runs.append("blind")
+        return "b"
+
+    ex = make_executor(write, read, blind)
     ctx = ToolContext(state={"lock": threading.Lock()})
     r = await ex.execute(call("write"), ctx)
     assert r.error is not None and r.error.code == ErrorCode.EXECUTION_FAILED and runs == []
     assert (await ex.execute(call("read"), ctx)).value == "r"
+    assert (await ex.execute(call("blind"), ctx)).value == "b"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from toolrun.tools import Tool, ToolContext
 
 __all__ = ["DEFAULT_TARGET", "app", "load_target", "main"]
 
-DEFAULT_TARGET = "toolrun.apps.tasks"
-"""The task tools, served when no TARGET is given."""
+DEFAULT_TARGET = "toolrun.cli:task_registry"
+"""The task tools on the service's database (`TOOLRUN_DATABASE_URL`), served when no TARGET is given."""
 
 _FACTORIES = ("registry", "create_registry", "build_registry", "tools")
 
@@ -45,8 +45,8 @@ def load_target(target: str) -> ToolSet:
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
             hint = (
-                " The task tools (toolrun.apps.tasks) are not part of this installation."
-                if module_name == DEFAULT_TARGET
+                " The task tools are not part of this installation (pip install 'toolrun[server]')."
+                if target == DEFAULT_TARGET
                 else ""
             )
             raise TargetError(

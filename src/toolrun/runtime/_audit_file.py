@@ -1,16 +1,30 @@
-"""`JSONLinesAuditSink`: a durable audit trail, one JSON object per call, without the cost of `logging`.
+"""`JSONLinesAuditSink`: a durable audit trail, one JSON object per call, off the call path.
 
 The stdlib logging path builds a `LogRecord` and runs handlers and formatters for every call, which costs
-more than the whole rest of the executor. This sink encodes each record (content-free by construction:
-see `AuditRecord`) to one line and keeps the lines in memory until `batch` of them are waiting (or
-`flush()`/`close()` is called), then writes them with one `write`. A crash loses at most the lines not yet
-flushed: choose `batch=1` when every record must reach the file before the call returns.
+more than the whole rest of the executor. This sink does almost nothing on the call path: `write()`
+appends the record (content-free by construction: see `AuditRecord`) to a queue. A writer thread of its
+own encodes what is queued in one go and appends it to the file with one `write`:
+
+* as soon as `batch` records are waiting,
+* every `flush_interval` seconds (so a quiet service still writes within that time),
+* on `flush()` and `close()` (both return once everything queued before them is written),
+* at interpreter exit, for sinks still open.
+
+So the event loop never waits for the disk. A crash of the process (not an exception: those are handled)
+loses at most the records of the last `flush_interval`; choose `batch=1` when every record must reach the
+file before the call returns (then `write()` writes at once, in the caller's thread).
 """
 
 from __future__ import annotations
 
+import atexit
+import collections
+import io
+import json
+import logging
 import os
 import threading
+import weakref
 from typing import IO, Any
 
 from pydantic_core import to_json
@@ -19,19 +33,67 @@ from toolrun.runtime._audit import AuditRecord
 
 __all__ = ["JSONLinesAuditSink"]
 
+_logger = logging.getLogger("toolrun")
+
+_open_sinks: weakref.WeakSet[JSONLinesAuditSink] = weakref.WeakSet()
+
+# Records are encoded as one JSON array of objects (pydantic-core, about half the cost of one `to_json`
+# per record), then cut into lines at the object boundaries. `},{"action":` can only be a boundary: the
+# objects are flat, `action` is their first key, and inside a JSON string every `"` is escaped.
+_BOUNDARY = b'},{"action":'
+_NEWLINE_BOUNDARY = b'}\n{"action":'
+_batch_serializer: Any = None
+
+
+def _encode(records: list[AuditRecord]) -> bytes:
+    """JSON Lines for `records` (with a final newline)."""
+    global _batch_serializer
+    try:
+        if _batch_serializer is None:
+            from pydantic import TypeAdapter
+
+            _batch_serializer = TypeAdapter(list[AuditRecord])
+        data: bytes = _batch_serializer.dump_json(records, warnings=False)
+        if data[:11] == b'[{"action":' and data[-2:] == b"}]":
+            return data[1:-1].replace(_BOUNDARY, _NEWLINE_BOUNDARY) + b"\n"
+    except Exception:  # an odd value somewhere: encode record by record below
+        pass
+    return b"".join(_encode_one(record) + b"\n" for record in records)
+
+
+def _encode_one(record: AuditRecord) -> bytes:
+    values = record.to_dict()
+    try:
+        return to_json(values, fallback=str)
+    except Exception:  # e.g. a lone surrogate in an id: the stdlib escapes it
+        return json.dumps(values, default=str, ensure_ascii=True).encode("ascii")
+
 
 class JSONLinesAuditSink:
-    """Appends audit records as JSON Lines to a file (or any text stream).
+    """Appends audit records as JSON Lines to a file (or any stream), from a writer thread of its own.
 
     Args:
         target: A path (opened for appending in binary, created if missing), or an open stream: binary
             streams get UTF-8 bytes, text streams get text.
-        batch: Write once this many lines are waiting (1: write every record at once).
+        batch: Write as soon as this many records are waiting. 1: write each record at once, in the
+            caller's thread, before `write()` returns (no writer thread).
+        flush_interval: Seconds between writes of whatever is waiting, however few.
+
+    Use it as a context manager, or call `close()`: it writes what is left and stops the thread.
+    `ToolExecutor.close()`/`aclose()` call `flush()` on their sinks.
     """
 
-    def __init__(self, target: str | os.PathLike[str] | IO[str] | IO[bytes], *, batch: int = 64) -> None:
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | IO[str] | IO[bytes],
+        *,
+        batch: int = 256,
+        flush_interval: float = 1.0,
+    ) -> None:
         if batch < 1:
             raise ValueError("batch must be at least 1.")
+        if not 0 < flush_interval < float("inf"):
+            raise ValueError("flush_interval must be a positive, finite number of seconds.")
         if isinstance(target, str | os.PathLike):
             self._stream: IO[Any] = open(target, "ab")  # noqa: SIM115 - closed in close()
             self._owns = True
@@ -40,56 +102,51 @@ class JSONLinesAuditSink:
             self._owns = False
         self._text = not self._owns and not _is_binary(self._stream)
         self._batch = batch
-        self._lines: list[bytes] = []
-        self._lock = threading.Lock()  # the executor calls from the loop; flush() may come from elsewhere
+        self._interval = flush_interval
+        self._queue: collections.deque[AuditRecord] = collections.deque()
+        self._io_lock = threading.Lock()  # one writer of the stream at a time, in queue order
+        self._wake = threading.Event()
         self.closed = False
+        self.written = 0
+        """Records written so far."""
+        self.failed = 0
+        """Records that could not be written (the stream raised); each failure is logged."""
+        self._thread: threading.Thread | None = None
+        if batch > 1:
+            self._thread = threading.Thread(target=self._run, name="toolrun-audit-writer", daemon=True)
+            self._thread.start()
+        _open_sinks.add(self)
 
     def write(self, record: AuditRecord) -> None:
-        """Queue one record; write the batch when it is full."""
-        # pydantic-core encodes this record about four times faster than the stdlib encoder.
-        line = to_json(
-            {
-                "action": record.action,
-                "tool": record.tool,
-                "call_id": record.call_id,
-                "trace_id": record.trace_id,
-                "conversation_id": record.conversation_id,
-                "principal": record.principal,
-                "arguments_hash": record.arguments_hash,
-                "outcome": record.outcome,
-                "code": record.code,
-                "duration_ms": record.duration_ms,
-                "attempts": record.attempts,
-                "cached": record.cached,
-                "error_id": record.error_id,
-                "confirmation_id": record.confirmation_id,
-                "timestamp": record.timestamp,
-            }
-        )
-        lines = self._lines
-        lines.append(line)
-        if len(lines) >= self._batch:
-            self.flush()
+        """Queue one record (written by the writer thread; at once with `batch=1`)."""
+        queue = self._queue
+        queue.append(record)
+        if len(queue) >= self._batch:
+            if self._thread is None:
+                self._write_out()
+            else:
+                self._wake.set()
 
     def flush(self) -> None:
-        """Write every waiting line and flush the stream."""
-        with self._lock:
-            if not self._lines or self.closed:
-                return
-            data = b"\n".join(self._lines) + b"\n"
-            self._lines.clear()
-            self._stream.write(data.decode("utf-8") if self._text else data)
-            self._stream.flush()
+        """Write every record queued so far, and flush the stream; returns when they are written."""
+        self._write_out()
 
     def close(self) -> None:
-        """Flush, and close the file if this sink opened it."""
-        self.flush()
-        with self._lock:
-            if self.closed:
-                return
-            self.closed = True
+        """Write what is left, stop the writer thread, and close the file if this sink opened it."""
+        if self.closed:
+            return
+        self.closed = True
+        self._batch = 1  # a late record (a call still finishing) is written at once, in its caller
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._wake.set()
+            if thread is not threading.current_thread():
+                thread.join()
+        self._write_out()
+        with self._io_lock:
             if self._owns:
                 self._stream.close()
+        _open_sinks.discard(self)
 
     def __enter__(self) -> JSONLinesAuditSink:
         return self
@@ -97,11 +154,48 @@ class JSONLinesAuditSink:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
+    # ------------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        wake, interval = self._wake, self._interval
+        while not self.closed:
+            wake.wait(interval)
+            wake.clear()
+            self._write_out()
+
+    def _write_out(self) -> None:
+        with self._io_lock:
+            queue = self._queue
+            n = len(queue)
+            if not n:
+                return
+            records = [queue.popleft() for _ in range(n)]  # appends meanwhile stay queued, in order
+            try:
+                if getattr(self._stream, "closed", False):
+                    raise ValueError("the audit file is closed")
+                data = _encode(records)
+                self._stream.write(data.decode("utf-8") if self._text else data)
+                self._stream.flush()
+            except Exception as exc:
+                self.failed += n
+                from toolrun.runtime._logging import log_exception
+
+                log_exception(_logger, "Writing %d audit records failed", exc, n)
+            else:
+                self.written += n
+
+
+@atexit.register
+def _close_open_sinks() -> None:
+    for sink in list(_open_sinks):
+        try:
+            sink.close()
+        except Exception:  # exiting anyway; the log may already be gone
+            pass
+
 
 def _is_binary(stream: IO[Any]) -> bool:
     mode = getattr(stream, "mode", "")
     if isinstance(mode, str) and "b" in mode:
         return True
-    import io
-
     return isinstance(stream, io.BufferedIOBase | io.RawIOBase)

@@ -9,9 +9,10 @@ results = await executor.chain([
 
 An argument value that is exactly a string `"$step"` or `"$step.path.to.field"` is replaced by that part
 of the value of the earlier step `step` (dict keys and list indexes, negative ones too), keeping its type.
-`"$$text"` stands for the literal string `"$text"`. References appear anywhere in nested arguments. Every
-step runs through the whole pipeline (confirmation included); the chain stops at the first step that does
-not end `ok`.
+`"$$text"` stands for the literal string `"$text"`. References appear anywhere in nested arguments. The
+whole chain is checked before its first step runs (well-formed steps, unique valid ids, references only
+to earlier steps): a bad chain runs nothing and returns one error. Every step runs through the whole
+pipeline (confirmation included); the chain stops at the first step that does not end `ok`.
 """
 
 from __future__ import annotations
@@ -97,25 +98,55 @@ def _resolve(value: Any, outputs: Mapping[str, Any], depth: int = 0) -> Any:
     return value
 
 
-async def run_chain(
-    executor: ToolExecutor, steps: Sequence[ChainStep | Mapping[str, Any]], context: ToolContext[Any]
-) -> list[ToolResult]:
-    results: list[ToolResult] = []
-    outputs: dict[str, Any] = {}
+def _references(value: Any, depth: int = 0) -> list[str]:
+    """The step ids that `value` refers to (`"$step..."`), for the check before anything runs."""
+    if depth > _MAX_DEPTH:
+        raise _BadReference("", "the arguments are nested too deeply")
+    if isinstance(value, str):
+        if value.startswith("$") and not value.startswith("$$"):
+            return [value[1:].partition(".")[0]]
+        return []
+    if isinstance(value, Mapping):
+        return [ref for v in value.values() for ref in _references(v, depth + 1)]
+    if isinstance(value, list | tuple):
+        return [ref for v in value for ref in _references(v, depth + 1)]
+    return []
+
+
+def _check(steps: Sequence[ChainStep | Mapping[str, Any]]) -> list[ChainStep] | ToolResult:
+    """The whole chain, checked before its first step runs: every step well-formed, every id valid and
+    unique, every reference naming an earlier step. The first problem found is the error."""
+    checked: list[ChainStep] = []
+    seen: set[str] = set()
     for index, raw in enumerate(steps):
         try:
             step = ChainStep.coerce(raw)
         except (TypeError, KeyError) as exc:
-            results.append(_bad_step(f"step{index}", "", f"Step {index} is malformed: {exc}."))
-            break
-        if not _STEP_ID.match(step.id) or step.id in outputs:
-            why = (
-                "is used twice" if step.id in outputs else "is not a valid step id (letters, digits, _ and -)"
-            )
-            results.append(
-                _bad_step(f"step{index}", step.tool, f"Step {index}: the id {step.id[:64]!r} {why}.")
-            )
-            break
+            return _bad_step(f"step{index}", "", f"Step {index} is malformed: {exc}.")
+        if not _STEP_ID.match(step.id) or step.id in seen:
+            why = "is used twice" if step.id in seen else "is not a valid step id (letters, digits, _ and -)"
+            return _bad_step(f"step{index}", step.tool, f"Step {index}: the id {step.id[:64]!r} {why}.")
+        try:
+            for ref in _references(step.arguments):
+                if ref not in seen:
+                    raise _BadReference(ref, f"there is no earlier step {ref[:64]!r}")
+        except _BadReference as exc:
+            where = "$" + exc.ref[:64] if exc.ref else "a reference"
+            return _bad_step(step.id, step.tool, f"Step {step.id!r}: cannot resolve {where}: {exc.reason}.")
+        seen.add(step.id)
+        checked.append(step)
+    return checked
+
+
+async def run_chain(
+    executor: ToolExecutor, steps: Sequence[ChainStep | Mapping[str, Any]], context: ToolContext[Any]
+) -> list[ToolResult]:
+    checked = _check(steps)
+    if isinstance(checked, ToolResult):  # nothing ran
+        return [checked]
+    results: list[ToolResult] = []
+    outputs: dict[str, Any] = {}
+    for step in checked:
         try:
             arguments = _resolve(step.arguments, outputs)
         except _BadReference as exc:

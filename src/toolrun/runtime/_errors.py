@@ -26,6 +26,7 @@ __all__ = [
     "invalid_arguments",
     "new_error_id",
     "not_found",
+    "not_started",
     "permission_denied",
     "rate_limited",
     "result_invalid",
@@ -183,6 +184,23 @@ def timeout(
         message,
         retryable=idempotent,
         recover_action=action,
+        details=details,
+    )
+
+
+def not_started(call_id: str, tool_name: str, seconds: float, *, by_deadline: bool) -> ToolResult:
+    """A sync tool whose time box ran out while it waited for a worker thread: it never ran."""
+    details: dict[str, Any] = {"timeout": seconds, "started": False, "reason": "no_free_worker"}
+    if by_deadline:
+        details["deadline"] = True
+    return fail(
+        call_id,
+        tool_name,
+        ErrorCode.TIMEOUT,
+        f"The tool {tool_name!r} did not start within {seconds:.3g} seconds: every worker was busy. It did "
+        "not run, so nothing of it took effect.",
+        retryable=True,
+        recover_action="It is safe to call it again, a little later.",
         details=details,
     )
 

@@ -18,11 +18,13 @@ execute(call, context)
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
+import inspect
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +64,7 @@ __all__ = ["ToolExecutor"]
 
 _logger = logging.getLogger("toolrun")
 _perf = time.perf_counter
+_time = time.time
 _INFO = logging.INFO
 
 
@@ -340,15 +343,43 @@ class ToolExecutor:
         return tuple(s for s in candidates if getattr(s, "applies_to", None) is None or s.applies_to(tool))
 
     def close(self) -> None:
-        """Release the worker threads (running sync handlers are not waited for)."""
+        """Release the worker threads (running sync handlers are not waited for), and write out what
+        the audit sinks hold (`flush()` of each sink that has a synchronous one; the sinks stay open: they
+        are yours). A sink whose `flush` is async is flushed by `aclose()` only."""
+        self._release_pool()
+        for pending in self._flush_sinks():
+            pending.close()  # sync close cannot await an async flush: never started, nothing half-written
+
+    async def aclose(self) -> None:
+        """Wait for async event deliveries, release the workers and flush every audit sink (async ones
+        too). When it returns, the audit record of every call that has finished is written."""
+        await self.events.drain()
+        self._release_pool()
+        for pending in self._flush_sinks():
+            try:
+                await pending
+            except Exception as exc:
+                log_exception(_logger, "Audit sink failed to flush", exc)
+
+    def _release_pool(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    async def aclose(self) -> None:
-        """`close()`, then wait for async event deliveries."""
-        self.close()
-        await self.events.drain()
+    def _flush_sinks(self) -> list[Coroutine[Any, Any, Any]]:
+        """Flush the sinks with a synchronous `flush`; return the coroutines of those with an async one."""
+        pending: list[Coroutine[Any, Any, Any]] = []
+        for sink in self._sinks:
+            flush = getattr(sink, "flush", None)
+            if callable(flush):
+                try:
+                    result = flush()
+                except Exception as exc:
+                    log_exception(_logger, "Audit sink %r failed to flush", exc, sink)
+                    continue
+                if inspect.iscoroutine(result):
+                    pending.append(result)
+        return pending
 
     async def __aenter__(self) -> ToolExecutor:
         return self
@@ -450,7 +481,9 @@ class ToolExecutor:
         bus = self.events
         emitting = bus.active
         logger = self._audit_logger
-        auditing = bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
+        logging_audit = logger is not None and logger.isEnabledFor(_INFO)
+        sinks = self._sinks
+        auditing = logging_audit or bool(sinks)
         tracer = self._tracing.tracer()
         observing = emitting or auditing or tracer is not None
         tool_name = plan.tool.name if plan is not None else None
@@ -522,9 +555,35 @@ class ToolExecutor:
             self._tracing.finish(
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
             )
-        if auditing:
-            confirmation_id = approval.id if approval is not None else result.confirmation_id
-            self._audit(action, result, tool_name, ctx, self._hash_of(inv, call), confirmation_id)
+        if auditing:  # inline: this is the per-call cost of an audit trail (see `_audit`)
+            try:
+                arguments_hash = inv.arguments_hash if inv is not None else self.hasher.raw(call.arguments)
+            except Exception:  # arguments that cannot even be rendered: audit without a hash
+                arguments_hash = None
+            record = AuditRecord(  # positional: see AuditRecord
+                action,
+                tool_name,
+                result.call_id,
+                ctx.trace_id,
+                ctx.conversation_id,
+                ctx.user_id,
+                arguments_hash,
+                result.status,
+                code,
+                duration * 1000.0,
+                result.attempts,
+                result.cached,
+                error_id,
+                approval.id if approval is not None else result.confirmation_id,
+                _time(),
+            )
+            for sink in sinks:
+                try:
+                    sink.write(record)
+                except Exception as exc:
+                    log_exception(_logger, "Audit sink %r failed", exc, sink)
+            if logging_audit and logger is not None:
+                log_audit_record(logger, record)
         return result
 
     def _cancelled(
@@ -575,9 +634,7 @@ class ToolExecutor:
     ) -> ToolResult | Invocation:
         """Lookup, access and validation: an error result, or the invocation to run through the chain."""
         if plan is None:
-            name = call.name
-            suggestions = self.registry.suggest(name) if isinstance(name, str) and len(name) <= 256 else []
-            return _errors.not_found(call.id, name, suggestions)
+            return _errors.not_found(call.id, call.name, self._suggest(call.name, ctx))
         tool = plan.tool
         if plan.roles is not None and plan.roles.isdisjoint(ctx.roles):
             return _errors.permission_denied(call.id, tool.name)
@@ -615,6 +672,22 @@ class ToolExecutor:
                 details={"problems": [], "error_id": error_id},
             )
         return Invocation(self, tool, call, ctx, arguments, approval_id, approval)
+
+    def _suggest(self, name: Any, ctx: ToolContext[Any]) -> list[str]:
+        """The names closest to an unknown `name` among the tools this caller may use (a "did you mean"
+        must not reveal tools hidden from the caller by roles or an allowlist)."""
+        if not isinstance(name, str) or len(name) > 256:
+            return []
+        allowed = ctx.allowed_tools
+        lowered: dict[str, str] = {}
+        for candidate in self.registry.tools():
+            roles = candidate.options.roles
+            if roles is not None and roles.isdisjoint(ctx.roles):
+                continue
+            if allowed is not None and candidate.name not in allowed:
+                continue
+            lowered[candidate.name.lower()] = candidate.name
+        return [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.5)]
 
     # --------------------------------------------------------------------------------------------------
     # Confirmations

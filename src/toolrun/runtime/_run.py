@@ -5,8 +5,13 @@ In order, for every call that reaches it:
 1. Deadline: past `context.deadline` → `DEADLINE_EXCEEDED`, nothing starts.
 2. Budget: `context.budget` spent → `BUDGET_EXCEEDED`; otherwise one call is counted (once per call,
    however many attempts it takes).
-3. Session snapshot: when the context carries `state` (and the tool is not `read_only`), a deep copy is
-   taken; whenever an attempt fails, `state` is restored in place from it.
+3. Session state: when the context carries `state` and the tool receives the context (and is not
+   `read_only`), the call works on its own deep copy (a fresh one per attempt): the live `state` is
+   never touched while the handler runs. When the call ends `ok`, its own changes (what its copy differs
+   from the state as it found it) are committed to the live state, at once, in the order calls end (see
+   `commit`); a call that fails, times out or is cancelled commits nothing, and a sync handler still
+   running in its thread after a timeout can only change its own discarded copy. So one call's failure
+   never undoes another's success, and concurrent calls never see each other's half-done changes.
 4. The handler, time-boxed by the tool's `timeout` (else the executor's default), shortened to the
    context's deadline:
    - async handlers run on the loop. The first step of the coroutine runs directly; only if it suspends
@@ -27,8 +32,8 @@ In order, for every call that reaches it:
    (`RESULT_INVALID` when impossible), truncated to `max_result_chars` with a visible marker.
 
 Cancellation: when the *caller's* task is cancelled, the `CancelledError` propagates (asyncio requires
-it) after the snapshot is restored. A `CancelledError` raised by the tool itself, with nobody cancelling
-the caller, is a result: `EXECUTION_FAILED` with `details["cancelled"]`.
+it); the call's state changes are dropped. A `CancelledError` raised by the tool itself, with nobody
+cancelling the caller, is a result: `EXECUTION_FAILED` with `details["cancelled"]`.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import random
 import time
 import types
 from collections.abc import Generator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from toolrun.results import ToolError, ToolResult
@@ -49,12 +55,12 @@ from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe
 from toolrun.runtime._events import ToolRetrying
 from toolrun.runtime._invocation import Invocation
 from toolrun.runtime._watchdog import watchdog
-from toolrun.tools import Tool
+from toolrun.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from toolrun.runtime._executor import ToolExecutor
 
-__all__ = ["RunStage"]
+__all__ = ["RunStage", "commit"]
 
 _Coroutine = types.CoroutineType
 _monotonic = time.monotonic
@@ -67,6 +73,10 @@ class _TimedOut(Exception):
     def __init__(self, seconds: float, by_deadline: bool) -> None:
         self.seconds = seconds
         self.by_deadline = by_deadline
+
+
+class _NotStarted(_TimedOut):
+    """A sync tool's time box ran out while it still waited for a worker thread: it never ran."""
 
 
 class _Abandoned(Exception):
@@ -173,8 +183,8 @@ class RunStage:
         "_fast_types",
         "_idempotent",
         "_is_async",
+        "_isolates",
         "_retries",
-        "_snapshots",
         "_timeout",
         "tool",
     )
@@ -186,7 +196,7 @@ class RunStage:
         self._timeout = opts.timeout if opts.timeout is not None else executor.default_timeout
         self._retries = opts.retries
         self._idempotent = opts.effective_idempotent
-        self._snapshots = not opts.read_only
+        self._isolates = tool.takes_context and not opts.read_only
         self._is_async = tool.is_async
         self._check_output, self._fast_types = fast_output_types(tool)
 
@@ -202,10 +212,11 @@ class RunStage:
                 return _errors.budget_exceeded(inv.call.id, self.tool.name, budget.max_calls)
             budget.calls_used += 1
         state = ctx.state
-        snapshot = _NO_SNAPSHOT
-        if state is not None and self._snapshots:
+        base: Any = _NO_SNAPSHOT
+        call_ctx = ctx
+        if state is not None and self._isolates:
             try:
-                snapshot = copy.deepcopy(state)
+                base = copy.deepcopy(state)
             except Exception as exc:
                 return self._executor.internal_error(
                     inv, exc, "could not start (its session state cannot be copied)"
@@ -214,12 +225,14 @@ class RunStage:
         while True:
             attempt += 1
             inv.attempts = attempt
+            if base is not _NO_SNAPSHOT:  # each attempt starts from the state as the call found it
+                call_ctx = replace(ctx, state=copy.deepcopy(base))
             try:
                 if self._is_async:
                     # The coroutine's first step runs right here; most quick tools finish in it, and
                     # then no timer, task or extra frame is needed (see the module docstring).
                     started = _monotonic()
-                    awaitable = self.tool.invoke(inv.arguments, ctx)
+                    awaitable = self.tool.invoke(inv.arguments, call_ctx)
                     if type(awaitable) is _Coroutine:
                         try:
                             first = awaitable.send(None)
@@ -234,13 +247,12 @@ class RunStage:
                     else:
                         value = awaitable
                 else:
-                    value = await self._in_thread(inv, deadline)
+                    value = await self._in_thread(inv, call_ctx, deadline)
             except ToolError as err:
                 result = ToolResult.fail(_clean_error(err), call_id=inv.call.id, tool_name=self.tool.name)
                 retry = err.retryable
             except _Abandoned:
                 if _outer_cancelled():
-                    _restore(state, snapshot)
                     raise asyncio.CancelledError from None
                 result = _errors.timeout(
                     inv.call.id,
@@ -251,6 +263,11 @@ class RunStage:
                 )
                 result.error.details["abandoned"] = True  # type: ignore[union-attr]
                 retry = False
+            except _NotStarted as exc:
+                result = _errors.not_started(
+                    inv.call.id, self.tool.name, exc.seconds, by_deadline=exc.by_deadline
+                )
+                retry = True  # it never ran: trying again cannot repeat an effect
             except _TimedOut as exc:
                 result = _errors.timeout(
                     inv.call.id,
@@ -262,12 +279,10 @@ class RunStage:
                 retry = self._idempotent
             except asyncio.CancelledError as exc:
                 if _outer_cancelled():
-                    _restore(state, snapshot)
                     raise
                 result = self._executor.internal_error(inv, exc, "was cancelled", cancelled=True)
                 retry = False
             except KeyboardInterrupt:
-                _restore(state, snapshot)
                 raise
             except BaseException as exc:
                 transient = self._idempotent and isinstance(exc, self._executor.transient_errors)
@@ -276,9 +291,15 @@ class RunStage:
             else:
                 result = self._result(inv, value)
                 if result.status != "error":
+                    if call_ctx is not ctx:
+                        try:
+                            commit(state, base, call_ctx.state)
+                        except Exception as exc:
+                            return self._executor.internal_error(
+                                inv, exc, "ran, but its session state changes could not be kept"
+                            )
                     return result
                 retry = False
-            _restore(state, snapshot)
             if not retry or attempt > self._retries:
                 result.attempts = attempt
                 return result
@@ -317,17 +338,22 @@ class RunStage:
             return await pending
         return await _boxed(pending, limit - (_monotonic() - started), limit, by_deadline)
 
-    async def _in_thread(self, inv: Invocation, deadline: float | None) -> Any:
+    async def _in_thread(self, inv: Invocation, context: ToolContext[Any], deadline: float | None) -> Any:
         limit, by_deadline = self._limit(deadline)
-        loop = asyncio.get_running_loop()
         run = contextvars.copy_context().run
-        future = loop.run_in_executor(
-            self._executor.thread_pool, run, self.tool.invoke, inv.arguments, inv.context
-        )
+        work = self._executor.thread_pool.submit(run, self.tool.invoke, inv.arguments, context)
+        future = asyncio.wrap_future(work)
         if limit is None:
             value = await future
             return await value if inspect.isawaitable(value) else value
-        return await _boxed(_and_then(future), limit, limit, by_deadline)
+        try:
+            return await _boxed(_and_then(future), limit, limit, by_deadline)
+        except _TimedOut as exc:
+            # `cancel()` succeeds only while the work item still waits in the pool's queue (the pool
+            # marks it running under the same lock): then it never runs, and the call can say so.
+            if work.cancel():
+                raise _NotStarted(exc.seconds, exc.by_deadline) from None
+            raise
 
     def _result(self, inv: Invocation, value: Any) -> ToolResult:
         executor = self._executor
@@ -395,11 +421,39 @@ def _clean_error(err: ToolError) -> ToolError:
     )
 
 
-def _restore(state: dict[str, Any] | None, snapshot: Any) -> None:
-    if snapshot is _NO_SNAPSHOT or state is None:
-        return
-    state.clear()
-    state.update(copy.deepcopy(snapshot))
+def commit(live: Any, base: Any, mine: Any, depth: int = 0) -> None:
+    """Apply to `live` the changes one call made: the difference between `base` (the state as the call
+    found it) and `mine` (the call's own copy when it ended), and nothing else.
+
+    A key the call added or changed is set to its value, a key it removed is removed, keys it left alone
+    keep whatever other calls committed meanwhile. Dicts the call changed are merged key by key in the
+    same way; a list the call only appended to gets the appended items appended (so two calls that each
+    add an item both keep theirs); any other change replaces the value.
+    """
+    for key in base.keys() - mine.keys():
+        live.pop(key, None)
+    for key, value in mine.items():
+        if key in base:
+            old = base[key]
+            if old is value or _same(old, value):
+                continue
+            current = live.get(key, _NO_SNAPSHOT)
+            if type(old) is dict and type(value) is dict and type(current) is dict and depth < 32:
+                commit(current, old, value, depth + 1)
+                continue
+            if type(old) is list and type(value) is list and type(current) is list:
+                n = len(old)
+                if len(value) > n and _same(value[:n], old):
+                    current.extend(value[n:])
+                    continue
+        live[key] = value
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # an odd __eq__: treat it as changed, the call's value wins
+        return False
 
 
 def backoff_delay(attempt: int, base: float, cap: float, error: ToolError | None) -> float:

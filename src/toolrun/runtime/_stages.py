@@ -348,9 +348,12 @@ class RateLimitStage:
 class CacheStage:
     """Serves repeated calls of `read_only`/`idempotent` tools with a `cache_ttl` from the cache.
 
-    The key is the tool name and the keyed hash of the canonical arguments, plus the principal for
-    `private` tools (a private tool called without a user id is never cached). Only `ok` results are
-    stored; a hit comes back with `cached=True` and `attempts=0`. Cache errors fail open: the tool runs.
+    The key is the tool name and the keyed hash of the canonical arguments, plus the principal
+    (`ToolContext.user_id`) when the tool's cache is per user: `private` tools, tools that receive a
+    `ToolContext` (their result may depend on who calls) unless they say `cache_scope="shared"`, and tools
+    that say `cache_scope="user"`. A per-user tool called without a user id is never cached. Only `ok`
+    results are stored; a hit comes back with `cached=True` and `attempts=0`. Cache errors fail open: the
+    tool runs.
     """
 
     def __init__(self, store: CacheStore) -> None:
@@ -360,13 +363,21 @@ class CacheStage:
         opts = tool.options
         return opts.cache_ttl is not None and opts.effective_idempotent and not opts.requires_confirmation
 
+    @staticmethod
+    def per_user(tool: Tool) -> bool:
+        """Whether `tool`'s cached results are kept apart per user (see the class docstring)."""
+        opts = tool.options
+        if opts.private or opts.cache_scope == "user":
+            return True
+        return opts.cache_scope is None and tool.takes_context
+
     async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult:
         inv = invocation
         tool = inv.tool
         ttl = tool.options.cache_ttl
         if ttl is None:
             return await call_next(inv)
-        if tool.options.private:
+        if self.per_user(tool):
             principal = inv.context.user_id
             if not principal:
                 return await call_next(inv)

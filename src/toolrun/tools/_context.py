@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic
 
@@ -67,9 +67,12 @@ class ToolContext(Generic[DepsT]):
     user_id: str | None = None
     """The principal on whose behalf tools run; rate limits, approvals and private caches key on it."""
     roles: tuple[str, ...] = ()
-    """The principal's roles, matched against each tool's `roles` option."""
+    """The principal's roles, matched against each tool's `roles` option. Any collection of strings is
+    kept as a tuple; one string is one role (`roles="admin"` means `("admin",)`)."""
     allowed_tools: frozenset[str] | None = None
-    """If set, only these tool names may run under this context (an allowlist on top of roles)."""
+    """If set, only these tool names may run under this context (an allowlist on top of roles). Any
+    collection of names is kept as a frozenset; one string is one name (never a set of characters, nor a
+    substring match)."""
     conversation_id: str | None = None
     """The conversation or session this call belongs to."""
     run_id: str | None = None
@@ -89,6 +92,16 @@ class ToolContext(Generic[DepsT]):
     """Anything else the application wants to hand to tools."""
     progress: ProgressReporter | None = None
     """Where `report_progress` sends a long tool's progress (set by the transport, e.g. the MCP server)."""
+
+    def __post_init__(self) -> None:
+        # Exact types pass untouched (the common case costs two type checks). Anything else is made into
+        # the declared type here, once, so that no check downstream can iterate a string's characters or
+        # match a substring (`"tool" in "my_tools"`).
+        if type(self.roles) is not tuple:
+            self.roles = tuple(_names(self.roles, "roles"))
+        allowed = self.allowed_tools
+        if allowed is not None and type(allowed) is not frozenset:
+            self.allowed_tools = frozenset(_names(allowed, "allowed_tools"))
 
     def evolve(self, **changes: Any) -> ToolContext[DepsT]:
         """A copy with some fields changed."""
@@ -119,3 +132,16 @@ class ToolContext(Generic[DepsT]):
     def time_left(self) -> float | None:
         """Seconds until the deadline, or None without one."""
         return None if self.deadline is None else self.deadline - time.time()
+
+
+def _names(value: Any, field_name: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        kind = type(value).__name__
+        raise TypeError(f"ToolContext.{field_name} must be a collection of strings, not {kind}.")
+    names = list(value)
+    for item in names:
+        if not isinstance(item, str):
+            raise TypeError(f"ToolContext.{field_name} must hold strings only, not {type(item).__name__}.")
+    return names

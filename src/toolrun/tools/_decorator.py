@@ -47,9 +47,9 @@ def tool(
         description: Overrides the docstring.
         flatten_model: When the only parameter is a Pydantic model, its fields are the arguments.
         **options: `read_only`, `destructive`, `idempotent`, `open_world`, `private`,
-            `requires_confirmation`, `timeout`, `retries`, `rate_limit`, `cache_ttl`, `roles`, `tags`,
-            `sequential`, `examples`, `coerce` (see `ToolOptions`; typed by `ToolOptionsKwargs`, so a
-            misspelt option is a type error).
+            `requires_confirmation`, `timeout`, `retries`, `rate_limit`, `cache_ttl`, `cache_scope`, `roles`,
+            `tags`, `sequential`, `examples`, `coerce`, `title` (see `ToolOptions`; typed by
+            `ToolOptionsKwargs`, so a misspelt option is a type error).
     """
 
     def decorate(func: Callable[..., Any]) -> Tool:

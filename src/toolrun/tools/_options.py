@@ -9,11 +9,14 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from toolrun.exceptions import ToolDefinitionError
 
-__all__ = ["RateLimit", "ToolExample", "ToolOptions", "ToolOptionsKwargs", "parse_rate_limit"]
+__all__ = ["CacheScope", "RateLimit", "ToolExample", "ToolOptions", "ToolOptionsKwargs", "parse_rate_limit"]
+
+CacheScope = Literal["user", "shared"]
+"""Who may be served a cached result: only the user whose call produced it, or everyone."""
 
 _PERIODS = {
     "s": 1.0,
@@ -127,7 +130,14 @@ class ToolOptions:
     rate_limit: RateLimit | None = None
     """Calls allowed per principal per period."""
     cache_ttl: float | None = None
-    """Seconds a result may be served from cache (read-only or idempotent tools only)."""
+    """Seconds a result may be served from cache (read-only or idempotent tools only); positive, finite."""
+    cache_scope: CacheScope | None = None
+    """Who a cached result is served to. `"user"`: only the user (`ToolContext.user_id`) whose call
+    produced it; calls without a user id are not cached. `"shared"`: every caller with the same
+    arguments. None (the default) means `"user"` for tools that receive a `ToolContext` (their result may
+    depend on who calls) and for `private` tools, `"shared"` for the others. A `private` tool can never
+    be `"shared"`; say `"shared"` for a context-taking tool only when its result does not depend on the
+    caller."""
     roles: frozenset[str] | None = None
     """Roles allowed to call the tool; None for everyone."""
     tags: frozenset[str] = field(default_factory=frozenset)
@@ -165,6 +175,7 @@ class ToolOptionsKwargs(TypedDict, total=False):
     examples: Iterable[ToolExample | Mapping[str, Any]]
     coerce: bool
     title: str | None
+    cache_scope: CacheScope | None
 
 
 _OPTION_NAMES = frozenset(ToolOptions.__dataclass_fields__)
@@ -201,8 +212,12 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
 
     cache_ttl = values.get("cache_ttl")
     if cache_ttl is not None:
-        if isinstance(cache_ttl, bool) or not isinstance(cache_ttl, int | float) or cache_ttl <= 0:
-            raise ToolDefinitionError(f"Tool {tool_name!r}: cache_ttl must be a positive number of seconds.")
+        number = isinstance(cache_ttl, int | float) and not isinstance(cache_ttl, bool)
+        if not number or not 0 < cache_ttl < math.inf:
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: cache_ttl must be a positive, finite number of seconds (got "
+                f"{cache_ttl!r}); leave it out for no caching."
+            )
         if not (read_only or values.get("idempotent")):
             raise ToolDefinitionError(
                 f"Tool {tool_name!r}: cache_ttl needs read_only=True or idempotent=True; caching a tool "
@@ -210,6 +225,22 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
             )
         if destructive:
             raise ToolDefinitionError(f"Tool {tool_name!r}: a destructive tool cannot be cached.")
+
+    cache_scope = values.get("cache_scope")
+    if cache_scope is not None:
+        if cache_scope not in ("user", "shared"):
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: cache_scope must be 'user' or 'shared' (or None for the default)."
+            )
+        if cache_ttl is None:
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: cache_scope needs a cache_ttl (without one nothing is cached)."
+            )
+        if cache_scope == "shared" and values.get("private"):
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: a private tool's results are never shared between users; drop "
+                "cache_scope='shared' or private=True."
+            )
 
     rate_limit = values.get("rate_limit")
     if rate_limit is not None:
