@@ -112,3 +112,17 @@ def test_docs_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "runtime" / "index.html").is_file()
+
+
+def test_every_picture_in_docs_images_is_shown_and_exists() -> None:
+    """The screenshots the browser test writes to docs/images/ are all on a page, and every picture a page
+    shows exists (a renamed screenshot would otherwise leave a stale file or a broken image)."""
+    shown: set[str] = set()
+    for page in (ROOT / "docs").rglob("*.md"):
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)", page.read_text()):
+            path = (page.parent / target).resolve()
+            assert path.is_file(), f"{page.relative_to(ROOT)} shows {target}, which does not exist"
+            shown.add(str(path))
+    images = {str(p.resolve()) for p in (ROOT / "docs" / "images").glob("*.png")}
+    assert images, "docs/images/ holds no screenshots"
+    assert images <= shown, f"never shown: {sorted(images - shown)}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.timeout(180)
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 XSS_TITLE = "<img src=x onerror=alert(1)>"
+DOCS_IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+DOCS_SHOTS = {"2-task-added", "3-confirmation", "4-approved", "6-markup-as-text"}
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +67,13 @@ class Page:
         self.driver = driver
         self.live = live
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
 
     def shot(self, name: str) -> None:
-        self.driver.save_screenshot(str(ARTIFACTS / f"page-{name}.png"))
+        path = ARTIFACTS / f"page-{name}.png"
+        self.driver.save_screenshot(str(path))
+        if name in DOCS_SHOTS:  # docs/frontends.md shows the page as the last test run saw it
+            shutil.copyfile(path, DOCS_IMAGES / path.name)
 
     def wait(self, what: Callable[[WebDriver], Any], message: str, timeout: float = 15) -> Any:
         try:
