@@ -85,3 +85,55 @@ async def test_without_a_user_where_one_is_required_the_presented_approval_is_re
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
     assert r.error.details.get("reason") == "no_user" and runs == []
     assert resolved(rec) == [("n", "wipe", None, None, "conf_x", "unknown")]
+
+
+class RacingStore:
+    """A confirmation store where another approver always consumes the confirmation first (between our
+    look and our take), or whose reads fail."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        from toolrun.store import InMemoryConfirmationStore
+
+        self.inner = InMemoryConfirmationStore()
+        self.fail = fail
+
+    async def add(self, pending: Any) -> None:
+        await self.inner.add(pending)
+
+    async def get(self, confirmation_id: str) -> Any:
+        if self.fail:
+            raise ConnectionError("store down")
+        return await self.inner.get(confirmation_id)
+
+    async def consume(self, confirmation_id: str, *, user_id: str) -> Any:
+        await self.inner.consume(confirmation_id, user_id=user_id)  # the other approver wins
+        return None
+
+    async def list_pending(self, user_id: str, *, now: float) -> Any:
+        return await self.inner.list_pending(user_id, now=now)
+
+    async def purge_expired(self, now: float) -> int:
+        return await self.inner.purge_expired(now)
+
+
+async def test_an_approval_taken_by_someone_else_in_between_is_unknown(make_executor: Any) -> None:
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock(), confirmations=RacingStore())
+    rec = Recorder()
+    ex.subscribe(rec)
+    cid = await held(ex)
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="r1"), U1, approval=cid)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and runs == []
+    assert r.error.details.get("reason") == "unknown_or_used" and (r.call_id, r.tool_name) == ("r1", "wipe")
+    assert resolved(rec) == [("r1", "wipe", "tr1", "u1", cid, "unknown")]
+
+
+async def test_a_failing_store_refuses_the_presented_approval_as_retryable(make_executor: Any) -> None:
+    runs: list[Any] = []
+    store = RacingStore()
+    ex = make_executor(make_wipe(runs), clock=Clock(), confirmations=store)
+    cid = await held(ex)
+    store.fail = True
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="f1"), U1, approval=cid)
+    assert runs == [] and r.error is not None and r.error.retryable
+    assert (r.call_id, r.tool_name) == ("f1", "wipe") and "could not check its approval" in r.error.message
