@@ -137,3 +137,24 @@ async def test_a_failing_store_refuses_the_presented_approval_as_retryable(make_
     r = await ex.execute(call("wipe", {"target": "t1"}, id="f1"), U1, approval=cid)
     assert runs == [] and r.error is not None and r.error.retryable
     assert (r.call_id, r.tool_name) == ("f1", "wipe") and "could not check its approval" in r.error.message
+
+
+async def test_a_store_that_cannot_hold_a_confirmation_fails_the_call_closed(make_executor: Any) -> None:
+    class Full(RacingStore):
+        async def add(self, pending: Any) -> None:
+            raise ConnectionError("store down")
+
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock(), confirmations=Full())
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="h1"), U1)
+    assert runs == [] and r.status == "error" and r.error is not None and r.error.retryable
+    assert (r.call_id, r.tool_name) == (
+        "h1",
+        "wipe",
+    ) and "could not be held for confirmation" in r.error.message
+
+
+async def test_confirmation_ids_are_unguessable_and_unique(make_executor: Any) -> None:
+    ex = make_executor(make_wipe([]), clock=Clock())
+    ids = {await held(ex) for _ in range(20)}
+    assert len(ids) == 20 and all(i.startswith("conf_") and len(i) == 5 + 24 for i in ids)
