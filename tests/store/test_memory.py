@@ -335,3 +335,18 @@ async def test_reset_and_delete_of_unknown_keys_are_no_ops_and_delete_removes_a_
     await cache.delete("unknown")
     await cache.delete("live")
     assert await cache.get("live") is None and await cache.get("other") == b"2" and len(cache) == 1
+
+
+async def test_the_default_bounds_are_the_documented_ones() -> None:
+    cache = InMemoryCache(clock=Clock(0.0))
+    for i in range(1025):
+        await cache.set(f"k{i}", b"v", ttl=60.0)
+    assert len(cache) == 1024 and await cache.get("k0") is None and await cache.get("k1") == b"v"
+    store = InMemoryConfirmationStore(clock=Clock(1000.0))
+    for i in range(10_001):
+        await store.add(pending(f"c{i}"))
+    assert len(store) == 10_000 and await store.get("c0") is None
+    limits = InMemoryRateLimitStore(clock=Clock(0.0))
+    limits._buckets = {f"k{i}": (1.0, 0.0, 0.0) for i in range(100_000)}  # full buckets, at the bound
+    await limits.acquire("one-more", limit=1, period=1.0)
+    assert len(limits) == 1  # 100,001 > max_keys: the full ones are forgotten
