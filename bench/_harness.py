@@ -54,6 +54,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+# bench/mcp.py shadows the `mcp` SDK (which FastMCP, the OpenAI Agents SDK and Pydantic AI import) when a
+# script runs from this folder: keep the folder on the path, but last, so the installed packages win.
+_BENCH_DIR = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH_DIR] + [str(_BENCH_DIR)]
+
+
 Op = Callable[[], Awaitable[Any]]
 """One operation: a zero-argument callable returning an awaitable (usually an ``async def``)."""
 
