@@ -223,3 +223,41 @@ def test_a_raw_tool_validates_through_the_same_engine() -> None:
         deep = [deep]
     with pytest.raises(ArgumentsError, match="nested too deeply"):
         t.validate({"v": deep})
+
+
+def test_lax_coercion_reads_scalars_only_where_the_schema_asks_for_them() -> None:
+    from toolrun.tools._validation import _coerced
+
+    def same(got: Any, want: Any) -> bool:
+        return type(got) is type(want) and got == want
+
+    integer, number, boolean = {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
+    assert same(_coerced("5", integer, 0), 5) and same(_coerced(" -1_000 ", integer, 0), -1000)
+    assert same(_coerced("5", {"type": ["integer", "null"]}, 0), 5)
+    assert same(_coerced("5", {"type": ["string", "integer"]}, 0), "5")
+    assert same(_coerced("5", {}, 0), "5") and same(_coerced("5", {"type": 7}, 0), "5")
+    assert same(_coerced("x", integer, 0), "x") and same(_coerced("yes", integer, 0), "yes")
+    assert same(_coerced("5", number, 0), 5.0) and same(_coerced("abc", number, 0), "abc")
+    assert same(_coerced("nan", number, 0), "nan")
+    assert same(_coerced(" Yes ", boolean, 0), True) and same(_coerced("off", boolean, 0), False)
+    assert same(_coerced("maybe", boolean, 0), "maybe")
+    assert same(_coerced(True, integer, 0), 1) and same(_coerced(False, integer, 0), 0)
+    assert same(_coerced(True, {"type": ["integer", "boolean"]}, 0), True)
+    assert same(_coerced(True, {"type": "string"}, 0), True)
+    assert same(_coerced(1, boolean, 0), True) and same(_coerced(0, boolean, 0), False)
+    assert same(_coerced(2, boolean, 0), 2) and same(_coerced(True, boolean, 0), True)
+    assert same(_coerced(1, {"type": ["boolean", "integer"]}, 0), 1)
+    assert same(_coerced(1, {"type": ["boolean", "number"]}, 0), 1)
+    assert same(_coerced(1, {"type": "string"}, 0), 1)
+
+
+def test_lax_coercion_goes_32_levels_deep_and_no_further() -> None:
+    from toolrun.tools._validation import _coerced
+
+    integer = {"type": "integer"}
+    assert _coerced("5", integer, 32) == 5 and _coerced("5", integer, 33) == "5"
+    obj = {"properties": {"a": integer}}
+    assert _coerced({"a": "5"}, obj, 31) == {"a": 5} and _coerced({"a": "5"}, obj, 32) == {"a": "5"}
+    arr = {"items": integer}
+    assert _coerced(["5"], arr, 31) == [5] and _coerced(["5"], arr, 32) == ["5"]
+    assert _coerced({"b": "5"}, obj, 0) == {"b": "5"} and _coerced(["5"], {}, 0) == ["5"]
