@@ -261,3 +261,52 @@ def test_lax_coercion_goes_32_levels_deep_and_no_further() -> None:
     arr = {"items": integer}
     assert _coerced(["5"], arr, 31) == [5] and _coerced(["5"], arr, 32) == ["5"]
     assert _coerced({"b": "5"}, obj, 0) == {"b": "5"} and _coerced(["5"], {}, 0) == ["5"]
+
+
+def test_may_hold_floats_follows_every_place_a_number_can_hide() -> None:
+    from toolrun.tools._validation import may_hold_floats
+
+    integer = {"type": "integer"}
+    number = {"type": "number"}
+    holds = [
+        number,
+        {"type": ["number", "null"]},
+        {},
+        {"description": "anything"},
+        {"type": "object"},
+        {"type": "object", "properties": {"a": integer}, "additionalProperties": True},
+        {"type": "object", "properties": {"a": True}},
+        {"type": "object", "properties": {"a": integer}, "additionalProperties": number},
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/X"}}, "$defs": {"X": number}},
+        {"type": "object", "properties": {"a": {"$ref": "#/definitions/X"}}, "definitions": {"X": number}},
+        {"type": "object", "properties": {"a": integer}, "patternProperties": {"^b": number}},
+        {"type": "array", "items": number},
+        {"type": "integer", "not": number},
+        {"anyOf": [integer, number]},
+        {"oneOf": [integer, number]},
+        {"allOf": [integer, number]},
+        {"type": "array", "prefixItems": [integer, number]},
+    ]
+    lacks = [
+        integer,
+        {"type": "string"},
+        {"type": ["integer", "null"]},
+        {"type": "object", "properties": {"a": integer}},
+        {"type": "object", "properties": {"a": integer}, "additionalProperties": False},
+        {"type": "array", "items": integer},
+        {"enum": [1, 2]},
+        {"const": 1},
+        {"anyOf": [integer, {"type": "string"}]},
+    ]
+    assert [s for s in holds if not may_hold_floats(s)] == []
+    assert [s for s in lacks if may_hold_floats(s)] == []
+
+
+def test_may_hold_floats_assumes_floats_past_10000_schema_nodes() -> None:
+    from toolrun.tools._validation import may_hold_floats
+
+    def wide(n: int) -> dict[str, Any]:
+        return {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}}
+
+    assert may_hold_floats(wide(9_999)) is False  # 10,000 nodes with the root: all looked at
+    assert may_hold_floats(wide(10_000)) is True
