@@ -310,3 +310,48 @@ def test_may_hold_floats_assumes_floats_past_10000_schema_nodes() -> None:
 
     assert may_hold_floats(wide(9_999)) is False  # 10,000 nodes with the root: all looked at
     assert may_hold_floats(wide(10_000)) is True
+
+
+def test_pydantic_problems_are_exact() -> None:
+    class A(BaseModel):
+        model_config = {"extra": "forbid"}
+        a: int
+        b: str = ""
+
+    class Nothing(BaseModel):
+        model_config = {"extra": "forbid"}
+
+    def rows(validator: Any, arguments: Any) -> list[tuple[Any, ...]]:
+        return [(p.path, p.message, p.expected, p.given) for p in problems_of(validator, arguments)]
+
+    v = PydanticArguments("t", A)
+    assert rows(v, '{"a": ') == [
+        (
+            "",
+            "arguments are not valid JSON (EOF while parsing a value at line 1 column 6)",
+            "a JSON object of arguments",
+            None,
+        )
+    ]
+    assert rows(v, {"a": "x", "zz": 1}) == [
+        ("a", "input should be a valid integer", "integer", '"x"'),
+        ("zz", "unknown field 'zz'; allowed fields: a, b", None, None),
+    ]
+    assert rows(PydanticArguments("t", Nothing), {"x": 1}) == [
+        ("x", "unknown field 'x'; this tool takes no arguments", None, None)
+    ]
+
+
+def test_integral_floats_are_not_counted_among_the_problems_not_listed() -> None:
+    class Ints(BaseModel):
+        model_config = {"extra": "forbid"}
+        a: int
+        b: int
+
+    v = PydanticArguments("t", Ints)
+    unknown = {f"x{i:02d}": 1 for i in range(20)}
+    found = problems_of(v, {"a": 5.0, "b": 6.0} | unknown)  # 22 errors: 2 integral floats, 20 unknown
+    assert [p.path for p in found[:-1]] == [f"x{i:02d}" for i in range(18)]
+    assert (found[-1].path, found[-1].message) == ("", "and 2 more problem(s) not listed")
+    exactly = problems_of(v, {"a": 5.0, "b": 6.0} | {f"x{i:02d}": 1 for i in range(18)})
+    assert len(exactly) == 18 and all(p.message.startswith("unknown field") for p in exactly)
