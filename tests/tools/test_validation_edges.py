@@ -355,3 +355,63 @@ def test_integral_floats_are_not_counted_among_the_problems_not_listed() -> None
     assert (found[-1].path, found[-1].message) == ("", "and 2 more problem(s) not listed")
     exactly = problems_of(v, {"a": 5.0, "b": 6.0} | {f"x{i:02d}": 1 for i in range(18)})
     assert len(exactly) == 18 and all(p.message.startswith("unknown field") for p in exactly)
+
+
+def test_finite_looks_everywhere_a_decoded_object_can_hold_a_number() -> None:
+    from types import MappingProxyType
+
+    from toolrun.tools._validation import _finite
+
+    class Sub(float):
+        pass
+
+    nan, inf = float("nan"), float("inf")
+    assert _finite({"a": [1, "x", True, None, 1.5, {"b": -2.0}]}) is True
+    assert _finite({"a": nan}) is False and _finite([1, inf]) is False and _finite(-inf) is False
+    assert _finite([nan, "x"]) is False and _finite([nan, 1]) is False and _finite([nan, True]) is False
+    assert _finite([nan, None]) is False
+    assert _finite(Sub("nan")) is False and _finite(Sub("1.5")) is True
+    assert _finite(MappingProxyType({"a": nan})) is False and _finite((1, (nan,))) is False
+    assert _finite(MappingProxyType({"a": 1.0})) is True and _finite((1, 2.0)) is True
+
+
+def test_finite_gives_up_after_100000_items() -> None:
+    from toolrun.tools._validation import _finite
+
+    # The list and its items: 100,000 looked at, the NaN (popped last) included; one more and it is not.
+    assert _finite([float("nan")] + [0] * 99_998) is False
+    assert _finite([float("nan")] + [0] * 99_999) is True
+
+
+def test_json_schema_problems_are_exact_and_name_the_tool() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": ["integer", "null"]},
+            "f": {"type": ["integer", "number"]},
+            "o": {"type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": False},
+        },
+        "additionalProperties": False,
+    }
+    v = JsonSchemaArguments("mytool", schema)
+    got = v.validate({"n": 5.0, "f": 5.0})
+    assert type(got["n"]) is int and type(got["f"]) is float
+
+    def rows(arguments: Any) -> list[tuple[Any, ...]]:
+        with pytest.raises(ArgumentsError) as info:
+            v.validate(arguments)
+        assert info.value.tool == "mytool"
+        return [(p.path, p.message, p.expected, p.given) for p in info.value.problems]
+
+    assert rows("[1]") == [("", "arguments must be a JSON object", "object", "list [1]")]
+    assert rows('{"n": NaN}') == [
+        (
+            "",
+            "arguments hold a non-finite number (NaN or Infinity), which JSON does not have",
+            "finite numbers",
+            None,
+        )
+    ]
+    assert rows({"zz": 1}) == [("", "unknown field(s) 'zz'; allowed fields: f, n, o", None, None)]
+    assert rows({"o": {"y": 1}}) == [("o", "unknown field(s) 'y'; allowed fields: x", None, None)]
+    assert rows({"n": "x"}) == [("n", "'x' is not of type 'integer', 'null'", "['integer', 'null']", '"x"')]
