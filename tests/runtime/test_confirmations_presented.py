@@ -270,3 +270,13 @@ async def test_the_request_event_names_the_call_the_user_and_the_expiry(make_exe
         cid,
     )
     assert event.expires_at == clock.now + 60
+
+
+async def test_an_expired_presented_approval_names_the_call_it_refused(make_executor: Any) -> None:
+    clock = Clock()
+    ex = make_executor(make_wipe([]), clock=clock, confirmation_ttl=60)
+    cid = await held(ex)
+    clock.now += 61
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="e1"), U1, approval=cid)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert (r.call_id, r.tool_name, r.error.details.get("reason")) == ("e1", "wipe", "expired")
