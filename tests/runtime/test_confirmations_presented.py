@@ -280,3 +280,19 @@ async def test_an_expired_presented_approval_names_the_call_it_refused(make_exec
     r = await ex.execute(call("wipe", {"target": "t1"}, id="e1"), U1, approval=cid)
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
     assert (r.call_id, r.tool_name, r.error.details.get("reason")) == ("e1", "wipe", "expired")
+
+
+async def test_the_held_call_is_stored_as_json_data(make_executor: Any) -> None:
+    from toolrun import tool
+
+    @tool(destructive=True)
+    def pick(x: Any) -> str:
+        """Pick."""
+        return "picked"
+
+    ex = make_executor(pick, clock=Clock())
+    r = await ex.execute(call("pick", {"x": (1, 2)}, id="s1"), U1)
+    assert r.confirmation_id is not None
+    pending = await ex.confirmation.store.get(r.confirmation_id)
+    assert pending.call == {"id": "s1", "name": "pick", "arguments": {"x": [1, 2]}}
+    assert pending.metadata == {"arguments": {"x": [1, 2]}}
