@@ -283,7 +283,7 @@ async def test_an_expired_presented_approval_names_the_call_it_refused(make_exec
 
 
 async def test_the_held_call_is_stored_as_json_data(make_executor: Any) -> None:
-    from toolrun import tool
+    from toolrun import ToolCall, tool
 
     @tool(destructive=True)
     def pick(x: Any) -> str:
@@ -291,7 +291,7 @@ async def test_the_held_call_is_stored_as_json_data(make_executor: Any) -> None:
         return "picked"
 
     ex = make_executor(pick, clock=Clock())
-    r = await ex.execute(call("pick", {"x": (1, 2)}, id="s1"), U1)
+    r = await ex.execute(ToolCall(id="s1", name="pick", arguments={"x": (1, 2)}), U1)  # a mapping, in process
     assert r.confirmation_id is not None
     pending = await ex.confirmation.store.get(r.confirmation_id)
     assert pending.call == {"id": "s1", "name": "pick", "arguments": {"x": [1, 2]}}
