@@ -415,3 +415,29 @@ def test_json_schema_problems_are_exact_and_name_the_tool() -> None:
     assert rows({"zz": 1}) == [("", "unknown field(s) 'zz'; allowed fields: f, n, o", None, None)]
     assert rows({"o": {"y": 1}}) == [("o", "unknown field(s) 'y'; allowed fields: x", None, None)]
     assert rows({"n": "x"}) == [("n", "'x' is not of type 'integer', 'null'", "['integer', 'null']", '"x"')]
+
+
+def test_pydantic_validator_defaults_renames_and_tool_name() -> None:
+    class Open(BaseModel):
+        a: int = 0
+        b: int = 0
+        f: float = 0.0
+
+    def tool_of(validator: Any, arguments: Any) -> str:
+        with pytest.raises(ArgumentsError) as info:
+            validator.validate(arguments)
+        return str(info.value.tool)
+
+    v = PydanticArguments("mytool", Open)
+    assert v.forbid_extra is True and v.scan_floats is True
+    assert tool_of(v, {"zz": 1}) == "mytool"  # unknown fields refused by default
+    assert tool_of(v, {"f": float("nan")}) == "mytool"  # decoded NaN refused by default
+    assert tool_of(v, '{"f": NaN}') == "mytool" and tool_of(v, "[1]") == "mytool"
+    assert tool_of(v, ["not", "an", "object"]) == "mytool"
+    assert PydanticArguments("t", Open, renamed={"a": "alpha"}).validate({"a": 1, "b": 2}) == {
+        "alpha": 1,
+        "b": 2,
+        "f": 0.0,
+    }
+    lax = PydanticArguments("t", Open, forbid_extra=False)
+    assert lax.validate({"zz": 1}) == {"a": 0, "b": 0, "f": 0.0}
