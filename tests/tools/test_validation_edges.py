@@ -441,3 +441,36 @@ def test_pydantic_validator_defaults_renames_and_tool_name() -> None:
     }
     lax = PydanticArguments("t", Open, forbid_extra=False)
     assert lax.validate({"zz": 1}) == {"a": 0, "b": 0, "f": 0.0}
+
+
+def test_may_hold_floats_knows_each_typing_keyword() -> None:
+    from toolrun.tools._validation import may_hold_floats
+
+    integer = {"type": "integer"}
+    for typed in (
+        {"$ref": "#/$defs/X"},
+        {"oneOf": [integer]},
+        {"allOf": [integer]},
+        {"properties": {"a": integer}},
+        {"items": integer},
+        {"type": "object", "additionalProperties": False},
+    ):
+        assert may_hold_floats(typed) is False, typed
+
+
+def test_integral_floats_are_integers_at_any_depth_and_from_text() -> None:
+    class Inner(BaseModel):
+        model_config = {"extra": "forbid"}
+        x: int
+
+    class Outer(BaseModel):
+        model_config = {"extra": "forbid"}
+        o: Inner
+        xs: list[int]
+
+    v = PydanticArguments("t", Outer)
+    got = v.validate({"o": {"x": 5.0}, "xs": [1.0, 2.0]})
+    assert got["o"].x == 5 and type(got["o"].x) is int and got["xs"] == [1, 2]
+    assert all(type(i) is int for i in got["xs"])
+    from_text = v.validate('{"o": {"x": 5.0}, "xs": [3.0]}')
+    assert from_text["o"].x == 5 and from_text["xs"] == [3]
