@@ -474,3 +474,33 @@ def test_integral_floats_are_integers_at_any_depth_and_from_text() -> None:
     assert all(type(i) is int for i in got["xs"])
     from_text = v.validate('{"o": {"x": 5.0}, "xs": [3.0]}')
     assert from_text["o"].x == 5 and from_text["xs"] == [3]
+
+
+def test_json_schema_text_arguments_infinity_and_bad_json_exactly() -> None:
+    v = JsonSchemaArguments("jt", {"type": "object"})
+
+    def rows(arguments: str) -> tuple[str, list[tuple[Any, ...]]]:
+        with pytest.raises(ArgumentsError) as info:
+            v.validate(arguments)
+        return info.value.tool, [(p.path, p.message, p.expected) for p in info.value.problems]
+
+    assert rows('{"a": Infinity}') == (
+        "jt",
+        [
+            (
+                "",
+                "arguments hold a non-finite number (NaN or Infinity), which JSON does not have",
+                "finite numbers",
+            )
+        ],
+    )
+    assert rows("{bad") == (
+        "jt",
+        [
+            (
+                "",
+                "arguments are not valid JSON (key must be a string at line 1 column 2)",
+                "a JSON object of arguments",
+            )
+        ],
+    )
