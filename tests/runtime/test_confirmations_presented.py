@@ -158,3 +158,141 @@ async def test_confirmation_ids_are_unguessable_and_unique(make_executor: Any) -
     ex = make_executor(make_wipe([]), clock=Clock())
     ids = {await held(ex) for _ in range(20)}
     assert len(ids) == 20 and all(i.startswith("conf_") and len(i) == 5 + 24 for i in ids)
+
+
+MISMATCH_MESSAGE = (
+    "The approval presented is for a different action (another tool, other arguments, another user or "
+    "another run); this call did not run."
+)
+MISMATCH_RECOVER = "Call the tool again without an approval to ask the user to confirm this action."
+
+
+class TamperingStore(RacingStore):
+    """Hands out, when consumed, the confirmation with another argument hash: what runs then is not what
+    was approved."""
+
+    async def consume(self, confirmation_id: str, *, user_id: str) -> Any:
+        import dataclasses
+
+        taken = await self.inner.consume(confirmation_id, user_id=user_id)
+        return None if taken is None else dataclasses.replace(taken, arguments_hash="0" * 64)
+
+
+def assert_mismatch(r: Any, call_id: str) -> None:
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
+    assert (r.call_id, r.tool_name) == (call_id, "wipe")
+    assert r.error.message == MISMATCH_MESSAGE and r.error.recover_action == MISMATCH_RECOVER
+    assert r.error.details.get("reason") == "mismatch"
+
+
+async def test_the_mismatch_result_says_exactly_what_happened(make_executor: Any) -> None:
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock())
+    cid = await held(ex)
+    r = await ex.execute(call("wipe", {"target": "other"}, id="m1"), U1, approval=cid)
+    assert_mismatch(r, "m1")
+    assert runs == []
+
+
+async def test_approve_emits_the_approved_event_with_its_confirmation(make_executor: Any) -> None:
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock())
+    rec = Recorder()
+    ex.subscribe(rec)
+    cid = await held(ex)
+    r = await ex.approve(cid, U1)
+    assert r.status == "ok" and runs == [("u1", "t1")]
+    assert resolved(rec) == [("c1", "wipe", "tr1", "u1", cid, "approved")]
+
+
+async def test_an_approval_that_no_longer_matches_on_approve_is_a_mismatch(make_executor: Any) -> None:
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock(), confirmations=TamperingStore())
+    rec = Recorder()
+    ex.subscribe(rec)
+    cid = await held(ex)
+    r = await ex.approve(cid, U1)
+    assert_mismatch(r, "c1")
+    assert runs == [] and resolved(rec) == [("c1", "wipe", "tr1", "u1", cid, "mismatch")]
+
+
+async def test_a_presented_approval_changed_between_look_and_take_is_a_mismatch(make_executor: Any) -> None:
+    runs: list[Any] = []
+    ex = make_executor(make_wipe(runs), clock=Clock(), confirmations=TamperingStore())
+    rec = Recorder()
+    ex.subscribe(rec)
+    cid = await held(ex)
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="t2"), U1, approval=cid)
+    assert_mismatch(r, "t2")
+    assert runs == [] and resolved(rec) == [("t2", "wipe", "tr1", "u1", cid, "mismatch")]
+
+
+def internal_message(r: Any, what: str) -> bool:
+    import re
+
+    assert r.error is not None
+    return (
+        re.fullmatch(rf"The tool 'wipe' {what} with an internal error \(error id [^)]+\)\.", r.error.message)
+        is not None
+    )
+
+
+async def test_store_failures_name_what_could_not_be_done(make_executor: Any) -> None:
+    class Full(RacingStore):
+        async def add(self, pending: Any) -> None:
+            raise ConnectionError("store down")
+
+    ex = make_executor(make_wipe([]), clock=Clock(), confirmations=Full())
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="h1"), U1)
+    assert internal_message(r, "could not be held for confirmation")
+    store = RacingStore()
+    ex = make_executor(make_wipe([]), clock=Clock(), confirmations=store)
+    cid = await held(ex)
+    store.fail = True
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="f1"), U1, approval=cid)
+    assert internal_message(r, "could not check its approval")
+
+
+async def test_the_request_event_names_the_call_the_user_and_the_expiry(make_executor: Any) -> None:
+    from toolrun.runtime import ConfirmationRequested
+
+    clock = Clock()
+    ex = make_executor(make_wipe([]), clock=clock, confirmation_ttl=60)
+    rec = Recorder()
+    ex.subscribe(rec)
+    cid = await held(ex)
+    [event] = rec.of(ConfirmationRequested)
+    assert (event.call_id, event.tool_name, event.trace_id, event.user_id, event.confirmation_id) == (
+        "c1",
+        "wipe",
+        "tr1",
+        "u1",
+        cid,
+    )
+    assert event.expires_at == clock.now + 60
+
+
+async def test_an_expired_presented_approval_names_the_call_it_refused(make_executor: Any) -> None:
+    clock = Clock()
+    ex = make_executor(make_wipe([]), clock=clock, confirmation_ttl=60)
+    cid = await held(ex)
+    clock.now += 61
+    r = await ex.execute(call("wipe", {"target": "t1"}, id="e1"), U1, approval=cid)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert (r.call_id, r.tool_name, r.error.details.get("reason")) == ("e1", "wipe", "expired")
+
+
+async def test_the_held_call_is_stored_as_json_data(make_executor: Any) -> None:
+    from toolrun import ToolCall, tool
+
+    @tool(destructive=True)
+    def pick(x: Any) -> str:
+        """Pick."""
+        return "picked"
+
+    ex = make_executor(pick, clock=Clock())
+    r = await ex.execute(ToolCall(id="s1", name="pick", arguments={"x": (1, 2)}), U1)  # a mapping, in process
+    assert r.confirmation_id is not None
+    pending = await ex.confirmation.store.get(r.confirmation_id)
+    assert pending.call == {"id": "s1", "name": "pick", "arguments": {"x": [1, 2]}}
+    assert pending.metadata == {"arguments": {"x": [1, 2]}}

@@ -175,3 +175,78 @@ def test_folding_never_splits_an_escape_and_fills_each_line() -> None:
             assert not any(start < end < start + len(escape) for end in ends), (escape, k, pieces)
             assert all(len(p) <= 9 for p in pieces if "\\" not in p)
     assert _fold("ab\\", 8, 8) == ["ab\\"]  # a lone backslash at the end is kept
+
+
+async def test_the_rate_limit_store_failure_message_is_exact(make_executor: Any) -> None:
+    import re
+
+    class Broken:
+        async def acquire(self, key: str, *, limit: int, period: float, cost: float = 1.0) -> Any:
+            raise ConnectionError("down")
+
+        async def reset(self, key: str | None = None) -> None:
+            pass
+
+    @tool(rate_limit="5/minute")
+    def ping() -> str:
+        """Ping."""
+        return "p"
+
+    ex = make_executor(ping, rate_limits=Broken())
+    result = await ex.execute(call("ping"))
+    assert result.error is not None
+    assert re.fullmatch(
+        r"The tool 'ping' could not check its rate limit with an internal error \(error id [^)]+\)\.",
+        result.error.message,
+    )
+
+
+async def test_a_failing_cache_read_is_logged_once_as_a_warning_and_the_call_runs(
+    make_executor: Any, caplog: Any
+) -> None:
+    import logging
+
+    class DownOnRead(InMemoryCache):
+        async def get(self, key: str) -> bytes | None:
+            raise ConnectionError("cache down")
+
+    runs: list[str] = []
+
+    @tool(read_only=True, cache_ttl=60)
+    def lookup(q: str) -> str:
+        """Look up."""
+        runs.append(q)
+        return q
+
+    ex = make_executor(lookup, cache=DownOnRead())
+    with caplog.at_level(logging.DEBUG, logger="toolrun"):
+        result = await ex.execute(call("lookup", {"q": "x"}))
+    assert result.status == "ok" and runs == ["x"]
+    cache_records = [r for r in caplog.records if "cache" in r.getMessage().lower()]
+    assert len(cache_records) == 1
+    [record] = cache_records
+    assert record.levelno == logging.WARNING
+    assert record.getMessage().startswith("Result cache failed; the call runs uncached")
+
+
+def test_only_idempotent_tools_without_confirmation_are_cached() -> None:
+    @tool(idempotent=True, requires_confirmation=True, cache_ttl=60)
+    def confirmed(q: str) -> str:
+        """Idempotent, but each call needs an approval: a cached result would skip it."""
+        return q
+
+    @tool(read_only=True, cache_ttl=60)
+    def reader(q: str) -> str:
+        """Read."""
+        return q
+
+    stage = CacheStage(InMemoryCache())
+    assert stage.applies_to(reader) and not stage.applies_to(confirmed)
+
+
+def test_a_confirmation_stage_takes_short_ttls_and_does_not_require_a_user_by_default() -> None:
+    from toolrun.runtime._stages import ConfirmationStage
+    from toolrun.store import InMemoryConfirmationStore
+
+    stage = ConfirmationStage(InMemoryConfirmationStore(), ttl=0.5)
+    assert stage.ttl == 0.5 and stage.require_user is False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolrun import tool
-from toolrun.runtime._stages import MAX_SHOWN_TOTAL, MAX_SHOWN_VALUE, summarize_call
+from toolrun.runtime._stages import MAX_SHOWN_TOTAL, MAX_SHOWN_VALUE, _fold, summarize_call
 
 
 @tool(destructive=True)
@@ -61,3 +61,65 @@ def test_past_the_total_budget_further_long_values_are_not_shown() -> None:
     text = summarize_call(many, dict.fromkeys("abcdef", value))
     assert text.count("not shown") == 2 and "2 value(s) are too long" in text  # 4 x 4,000 = the budget
     assert MAX_SHOWN_TOTAL == 16_000
+
+
+def test_invisible_characters_are_escaped_by_their_code_point() -> None:
+    assert summarize_call(bare, {"x": "\U000e0001"}) == 'bare(x="\\U000e0001")'  # above U+FFFF
+    assert summarize_call(bare, {"x": "\uffff"}) == 'bare(x="\\uffff")'  # the last four-digit one
+    assert summarize_call(bare, {"x": "a\u202eb"}) == 'bare(x="a\\u202eb")'
+
+
+def test_folding_never_splits_an_escape_and_counts_it_whole() -> None:
+    assert _fold("ab\\u200bcd", 8, 8) == ["ab\\u200b", "cd"]
+    assert _fold("ab\\U000e0001cd", 12, 12) == ["ab\\U000e0001", "cd"]
+    assert _fold("abcdef\\nxy", 8, 8) == ["abcdef\\n", "xy"]
+    assert _fold("abcdefg\\nxy", 8, 8) == ["abcdefg", "\\nxy"]
+
+
+def test_continuation_lines_are_exactly_100_characters() -> None:
+    text = summarize_call(wipe, {"target": "b" * 300, "force": False})
+    lines = text.split("\n")
+    assert lines[2] == "    " + "b" * 96
+
+
+def test_only_the_first_sentence_of_the_first_line_describes_the_tool() -> None:
+    @tool(destructive=True, description="First line\nsecond line\nthird line")
+    def lines(x: str) -> str:
+        return x
+
+    @tool(destructive=True, description="One. Two. Three.")
+    def sentences(x: str) -> str:
+        return x
+
+    @tool(destructive=True, description="Empty the BOX.")
+    def box(x: str) -> str:
+        return x
+
+    @tool(destructive=True, description="d" * 170)
+    def long(x: str) -> str:
+        return x
+
+    assert summarize_call(lines, {"x": "1"}) == 'lines(x="1") — First line'
+    assert summarize_call(sentences, {"x": "1"}) == 'sentences(x="1") — One'
+    assert summarize_call(box, {"x": "1"}) == 'box(x="1") — Empty the BOX'
+    assert summarize_call(long, {"x": "1"}) == 'long(x="1") — ' + "d" * 160
+
+
+def test_the_hidden_count_line_is_exact() -> None:
+    huge = summarize_call(wipe, {"target": "c" * MAX_SHOWN_VALUE, "force": True})
+    assert huge.split("\n")[-1] == (
+        "1 value(s) are too long to show in this summary: look at the full arguments before you approve."
+    )
+
+
+def test_past_the_budget_a_value_of_200_characters_is_still_shown() -> None:
+    @tool(destructive=True)
+    def five(a: str, b: str, c: str, d: str, e: str) -> str:
+        """Five."""
+        return a
+
+    value = "x" * (MAX_SHOWN_VALUE - 2)
+    text = summarize_call(five, {"a": value, "b": value, "c": value, "d": value, "e": "y" * 198})
+    assert "not shown" not in text and '\n  e: "yyy' in text
+    text = summarize_call(five, {"a": value, "b": value, "c": value, "d": value, "e": "y" * 199})
+    assert "  e: (not shown: 201 characters, too long to show here)" in text
