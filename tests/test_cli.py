@@ -57,6 +57,15 @@ def test_db_and_users(env: Path) -> None:
     assert runner.invoke(app, ["db", "current"]).output.strip() == "none"
 
 
+def test_users_on_a_database_without_tables_say_how_to_fix_it(env: Path) -> None:
+    """Before `toolrun db upgrade`: one clear line and exit 1, never a traceback."""
+    for args in (["users", "list"], ["users", "add", "alice"], ["users", "revoke", "alice"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 1, (args, r.output)
+        assert "toolrun db upgrade" in r.output and "Traceback" not in r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
 def test_tools_commands() -> None:
     r = runner.invoke(app, ["tools", "list"])
     assert r.exit_code == 0 and "delete_task" in r.output and "refresh_attachment" in r.output

@@ -97,14 +97,32 @@ def db_current(database_url: Annotated[str | None, typer.Option()] = None) -> No
 
 
 async def _with_users(settings: Any, fn: Any) -> Any:
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
     from toolrun.server._db import create_engine
     from toolrun.server._users import UserStore
 
     engine = create_engine(settings.database_url)
     try:
         return await fn(UserStore(engine, cache_seconds=0))
+    except (OperationalError, ProgrammingError) as exc:  # no such table / relation does not exist, no server
+        raise _fail(
+            f"The database at {_safe_url(settings.database_url)} is not ready ({type(exc.orig).__name__}). "
+            "Create or update its tables with `toolrun db upgrade` (same --database-url / "
+            "TOOLRUN_DATABASE_URL), and check that the server is reachable."
+        ) from None
     finally:
         await engine.dispose()
+
+
+def _safe_url(url: str) -> str:
+    """The database URL without its password, for messages."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "the configured URL"
 
 
 @users_app.command("add")
