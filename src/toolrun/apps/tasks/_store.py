@@ -313,17 +313,8 @@ class TaskStore:
         return task
 
     async def get(self, user_id: str, task_id: str, *, attachments: bool = False) -> Task | None:
-        t = tasks_table
         async with self.engine.connect() as conn:
-            row = (
-                (
-                    await conn.execute(
-                        sa.select(*_TASK_COLUMNS).where(t.c.id == task_id, t.c.user_id == user_id)
-                    )
-                )
-                .mappings()
-                .first()
-            )
+            row = await _own_task_row(conn, user_id, task_id)
             if row is None:
                 return None
             task = _task(row)
@@ -361,15 +352,7 @@ class TaskStore:
     async def delete(self, user_id: str, task_id: str) -> Task | None:
         t = tasks_table
         async with self.engine.begin() as conn:
-            row = (
-                (
-                    await conn.execute(
-                        sa.select(*_TASK_COLUMNS).where(t.c.id == task_id, t.c.user_id == user_id)
-                    )
-                )
-                .mappings()
-                .first()
-            )
+            row = await _own_task_row(conn, user_id, task_id)
             if row is None:
                 return None
             # Children first: SQLite enforces foreign keys only when asked to, so do not rely on CASCADE.
@@ -544,3 +527,10 @@ async def create_fts(conn: AsyncConnection) -> None:
     statements = POSTGRES_FTS_DDL if conn.dialect.name == "postgresql" else SQLITE_FTS_DDL
     for ddl in statements:
         await conn.execute(sa.text(ddl))
+
+
+async def _own_task_row(conn: Any, user_id: str, task_id: str) -> Any:
+    """The task's row if `user_id` owns it, else None (another user's id is as unknown as a missing one)."""
+    t = tasks_table
+    result = await conn.execute(sa.select(*_TASK_COLUMNS).where(t.c.id == task_id, t.c.user_id == user_id))
+    return result.mappings().first()
