@@ -14,6 +14,9 @@ import pytest
 # Heavy or rarely needed modules a bare `import toolrun` must not load (bench/import_time.py measures it).
 NOT_LOADED = [
     "jsonschema",  # only raw-schema tools validate with it
+    "numpy",  # only tool search's bm25s engine
+    "bm25s",
+    "Stemmer",
     "tenacity",  # only a model call that retries
     "multiprocessing",  # only isolation="process"
     "concurrent.futures",  # only the executor's thread pool

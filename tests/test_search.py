@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import toolrun.search
 from toolrun import Tool, ToolRegistry, tool
 from toolrun.search import ToolIndex, query_terms, split_name
 
@@ -52,6 +53,14 @@ def book_table(restaurant: str, people: int, cuisine: str = "any") -> str:
         cuisine: Kind of food, one of italian, thai, vegan.
     """
     return "booked"
+
+
+@pytest.fixture(autouse=True, params=["bm25s", "fts5"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both engines (what `engine="auto"` picks is set to each in turn)."""
+    chosen: str = request.param
+    monkeypatch.setattr(toolrun.search, "_engine", lambda name: chosen if name == "auto" else name)
+    return chosen
 
 
 def registry() -> ToolRegistry:
@@ -170,6 +179,40 @@ def test_a_query_of_several_sentences_gets_tools_for_each() -> None:
     # As two sentences, each request gets its best tool near the top.
     two = "Weather forecast and weather alerts for the city of Lyon. And a message for Bob."
     assert [h.tool.name for h in index.search(two, 2)] == ["weather_forecast", "send_email"]
+
+
+def test_engines_by_name_and_the_fallback(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = [get_weather_forecast, send_email]
+    assert ToolIndex(tools, engine="fts5").engine == "fts5"
+    assert ToolIndex(tools, engine="bm25s").engine == "bm25s"
+    assert ToolIndex([], engine="bm25s").search("weather", 5) == []  # bm25s cannot index nothing: no call
+    with pytest.raises(ValueError, match="Unknown search engine"):
+        ToolIndex(tools, engine="whoosh")  # type: ignore[arg-type]
+    monkeypatch.undo()  # the real choice: bm25s when it imports, FTS5 when it does not
+    assert ToolIndex(tools).engine == "bm25s"
+    monkeypatch.setitem(sys.modules, "bm25s", None)  # as if the search extra were not installed
+    index = ToolIndex(tools)
+    assert index.engine == "fts5"
+    assert [h.tool.name for h in index.search("weather forecast", 1)] == ["get_weather_forecast"]
+
+
+def test_a_weak_sentence_gets_no_place_of_its_own() -> None:
+    tools = [
+        Tool.from_schema("weather_forecast", "Weather forecast for a city.", {"type": "object"}),
+        Tool.from_schema("weather_alerts", "Weather alerts for a city.", {"type": "object"}),
+        Tool.from_schema("send_email", "Send an email message to someone's inbox.", {"type": "object"}),
+        Tool.from_schema(
+            "open_ticket",
+            "Open a ticket.",
+            {"type": "object", "properties": {"queue": {"type": "string", "description": "Which desk."}}},
+        ),
+    ]
+    index = ToolIndex(tools)
+    # The first sentence shares one word ("desk") with one parameter's description; the two asks match
+    # several words each, names included. Without the rule, round-robin gives open_ticket third place.
+    query = "Could you help me at my desk? Weather forecast and weather alerts for Lyon. Send email to Bob."
+    top = [h.tool.name for h in index.search(query, 3)]
+    assert top == ["send_email", "weather_forecast", "weather_alerts"]
 
 
 def test_import_toolrun_does_not_import_sqlite() -> None:
