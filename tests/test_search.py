@@ -234,25 +234,29 @@ def load_bench() -> ModuleType:
     return module
 
 
-RECALL_AT_5_FLOOR = 0.85
-RECALL_AT_1_FLOOR = 0.45
-RECALL_AT_5_MULTIPLE_FLOOR = 0.95
-"""Measured (bench/search.py): recall@5 86.1 % (95.5 % on `multiple`, 82.3 % on `parallel_multiple`),
-recall@1 46.1 %, over 696 (question, gold) pairs; the plain BM25 baseline over the same docs: 77.6 % and
-44.3 %."""
+FLOORS = {
+    # engine: (recall@5, recall@5 on the held-out half, recall@5 on `multiple`, recall@1)
+    "bm25s": (0.89, 0.90, 0.94, 0.47),
+    "fts5": (0.89, 0.91, 0.95, 0.45),
+}
+"""Just below what bench/search.py measured, over 696 (question, gold) pairs: bm25s recall@5 89.9 %
+(held-out half 90.6 %, `multiple` 94.5 %, `parallel_multiple` 88.1 %), recall@1 47.7 %; FTS5 90.1 % (91.8 %,
+95.5 %, 87.9 %), 46.1 %; the plain BM25 baseline over the same docs: 77.6 % (80.0 % held out) and 44.3 %."""
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)  # 1,917 lenient schemas and 400 searches; slow on a shared machine
-def test_bfcl_recall_floor() -> None:
+def test_bfcl_recall_floor(engine: str) -> None:
     bench = load_bench()
     if not (bench.CORPUS / "BFCL_v4_multiple.json").is_file():
         pytest.fail(f"BFCL corpus not found at {bench.CORPUS} (see shared/corpora/README.md); no skip.")
     tools = bench.load_tools()
     queries = bench.load_queries()
     assert len(tools) == 1917 and len(queries) == 400
-    result = bench.evaluate("toolrun", bench.toolrun_search(tools), queries)
+    result = bench.evaluate("toolrun", bench.toolrun_search(tools), queries)  # "auto": each engine in turn
     assert result.pairs == 696
-    assert result.recall_at_5 >= RECALL_AT_5_FLOOR
-    assert result.recall_at_1 >= RECALL_AT_1_FLOOR
-    assert result.by_category["multiple"] >= RECALL_AT_5_MULTIPLE_FLOOR
+    at_5, held_out, multiple, at_1 = FLOORS[engine]
+    assert result.recall_at_5 >= at_5
+    assert result.recall_at_5_held_out >= held_out
+    assert result.by_category["multiple"] >= multiple
+    assert result.recall_at_1 >= at_1
