@@ -146,8 +146,9 @@ class ToolSet:
     def search(self, query: str, k: int = 5) -> builtins.list[Tool]:
         """The `k` tools that best match `query` by name, description and parameters, best first.
 
-        Full-text ranking (SQLite FTS5, BM25 with weighted fields, stemming, split names; see
-        `toolrun.search`). The index is built on first use and rebuilt after the tools change.
+        Full-text ranking (BM25 with weighted fields, stemming, split names: bm25s with the ``search``
+        extra, SQLite FTS5 without it; see `toolrun.search`). The index is built on first use and rebuilt
+        after the tools change.
         """
         version = self.version
         cached = self._index

@@ -16,10 +16,10 @@ way to inject one).
 Two engines rank, the same way up to their stemmers and BM25 variants:
 
 * ``"bm25s"`` (the ``search`` extra: ``pip install 'toolrun[search]'``): the `bm25s` library's BM25 index
-  (Lucene variant) with the Snowball English stemmer of `PyStemmer`; a field's tokens are indexed as their
-  own terms, so each field has its own term statistics, and a query's score for a tool is bm25s's score of
-  its terms, each field's share times that field's weight. It scores every sentence of a question in one
-  pass, well under a millisecond for a question of a page over a few thousand tools.
+  (Lucene variant) with the Snowball English stemmer of `PyStemmer`. A field weighs by how many times its
+  words are indexed (`_REPEATS`), so a name word counts in the term frequency and in the length like
+  several words of a description. It scores every sentence of a question in one pass: well under a
+  millisecond for a question of a page over a couple of thousand tools.
 * ``"fts5"``: SQLite's FTS5 full-text engine (in the standard library: no extra dependency) with its
   `bm25()` column weights and the Porter stemmer. Its cost grows with the number of tools sharing a word
   with the question: a few milliseconds for a long question over a couple of thousand tools.
@@ -52,7 +52,7 @@ Engine = Literal["auto", "bm25s", "fts5"]
 NAME_WEIGHT = 2.0
 DESCRIPTION_WEIGHT = 1.0
 PARAMETERS_WEIGHT = 0.5
-"""The fields' weights (the same for both engines)."""
+"""FTS5's column weights."""
 MAX_SENTENCES = 16
 """A query's sentences beyond this many are searched only as part of the whole."""
 MAX_TERMS = 32
@@ -124,7 +124,10 @@ def _fields(tool: Tool) -> tuple[str, str, str]:
 
 _WEIGHTS = (NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETERS_WEIGHT)
 _REPEATS = (4, 2, 1)
+"""bm25s: how many times the name's, the description's and the parameters' words are indexed."""
 _K1, _B = 3.0, 0.9
+"""bm25s's BM25 parameters. These, `_REPEATS`, `WEAK_SENTENCE` and `MAX_SENTENCES` were chosen on one half
+of the BFCL questions and checked on the other (bench/search.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,9 +189,8 @@ class _Fts5:
 
 
 class _Bm25s:
-    """bm25s: a field's words are indexed as terms of their own (`0 weather`, `1 weather`, ...), and bm25s's
-    precomputed scores of a stem's field terms, times the fields' weights, are kept as one sparse row per
-    stem. A query's scores are the sum of its stems' rows (bm25s's own retrieval), every query at once."""
+    """bm25s: its index holds each stem's BM25 score in every tool (a sparse row per stem); a query's scores
+    are the sum of its stems' rows, as bm25s retrieves, here for every query of a question at once."""
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         import bm25s
@@ -196,13 +198,14 @@ class _Bm25s:
         import Stemmer
 
         self._np = np
-        self._stem = Stemmer.Stemmer("english").stemWords
+        self._stemmer = Stemmer.Stemmer("english")
+        self._lock = threading.Lock()  # a PyStemmer stemmer is not thread-safe
         self._n = len(tools)
         corpus = [
             [
                 stem
                 for text, times in zip(_fields(t), _REPEATS, strict=True)
-                for stem in self._stem(_words(text)) * times
+                for stem in self._stemmer.stemWords(_words(text)) * times
             ]
             for t in tools
         ]
@@ -220,9 +223,11 @@ class _Bm25s:
 
     def rank(self, queries: Sequence[list[str]], limit: int) -> list[list[tuple[int, float]]]:
         np = self._np
+        with self._lock:
+            stemmed = [set(self._stemmer.stemWords(terms)) for terms in queries]
         positions, values = [], []
-        for q, terms in enumerate(queries):
-            for stem in set(self._stem(terms)):
+        for q, stems in enumerate(stemmed):
+            for stem in stems:
                 row = self._rows.get(stem)
                 if row is not None:
                     positions.append(row[0] + q * self._n)
