@@ -332,7 +332,7 @@ class ToolIndex:
         return hits
 
     def close(self) -> None:
-        """Release the index's memory (searching afterwards fails)."""
+        """Release the index's memory (searching afterwards fails, or finds nothing with bm25s)."""
         if self._ranker is not None:
             self._ranker.close()
 
