@@ -18,16 +18,22 @@ the request cancels the tool.
 from __future__ import annotations
 
 import hmac
+import json
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.models import InitializationOptions
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
 from toolrun.formats.mcp import MCPFormat
 from toolrun.mcp import _confirm
@@ -43,6 +49,8 @@ PRINCIPAL_SCOPE_KEY = "toolrun.principal"
 
 _FORMAT = MCPFormat()
 _MAX_NAME_ECHO = 200
+_UNSEEN_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)
+_X_MCP_HEADER = '"x-mcp-header"'
 
 
 class ToolrunMCPServer(Server[Any]):
@@ -58,6 +66,26 @@ class ToolrunMCPServer(Server[Any]):
     """The executor every call goes through."""
     principal: ToolContext[Any]
     """Who calls when the transport does not say (stdio, in-memory, HTTP without a resolver)."""
+
+    async def run(
+        self,
+        read_stream: ReadStream[SessionMessage | Exception],
+        write_stream: WriteStream[SessionMessage],
+        initialization_options: InitializationOptions,
+        raise_exceptions: bool = False,
+    ) -> None:
+        """Serve one connection over a stream pair: the SDK's `Server.run`, without its relay task."""
+        from toolrun.mcp._loop import serve_streams
+
+        async with self.lifespan(self) as lifespan_state:
+            await serve_streams(
+                self,
+                read_stream,
+                write_stream,
+                lifespan_state=lifespan_state,
+                init_options=initialization_options,
+                raise_exceptions=raise_exceptions,
+            )
 
 
 def create_server(
@@ -94,9 +122,14 @@ def create_server(
 
         version = __version__
     handlers = _Handlers(registry, executor, principal, clock)
-    server = ToolrunMCPServer(name, version=version, instructions=instructions)
+    server = ToolrunMCPServer(
+        name, version=version, instructions=instructions, get_tool_input_schema=handlers.input_schema
+    )
     server.add_request_handler("tools/list", types.PaginatedRequestParams, handlers.list_tools)
     server.add_request_handler("tools/call", types.CallToolRequestParams, handlers.call_tool)
+    server.middleware = [
+        _QuietOpenTelemetry(m) if isinstance(m, OpenTelemetryMiddleware) else m for m in server.middleware
+    ]
     server.registry = registry
     server.executor = executor
     server.principal = principal
@@ -125,6 +158,29 @@ class _Handlers:
         self.sealer = _confirm.Sealer(executor, clock)
         self._listings: dict[tuple[frozenset[str], frozenset[str] | None], types.ListToolsResult] = {}
         self._listed_version = -1
+        self._header_schemas: dict[str, dict[str, Any]] = {}
+        self._header_schemas_version = -1
+
+    # ----------------------------------------------------------------------------------------------
+    # Mcp-Param-* headers (2026-07-28 Streamable HTTP)
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema to check a `tools/call`'s `Mcp-Param-*` headers against, None when none applies.
+
+        Without this the SDK resolves the schema by running `tools/list` before every HTTP `tools/call`
+        that has arguments. Only a schema that declares `x-mcp-header` has anything to check; others
+        answer None (nothing to validate), the same outcome the listing walk reaches.
+        """
+        registry = self.registry
+        version = registry.version
+        if version != self._header_schemas_version:
+            self._header_schemas = {
+                str(definition["name"]): definition["inputSchema"]
+                for definition in registry.definitions("mcp")
+                if _X_MCP_HEADER in json.dumps(definition.get("inputSchema"))
+            }
+            self._header_schemas_version = version
+        return self._header_schemas.get(name)
 
     # ----------------------------------------------------------------------------------------------
     # tools/list
@@ -163,7 +219,10 @@ class _Handlers:
             shown = name if len(name) <= _MAX_NAME_ECHO else name[:_MAX_NAME_ECHO] + "…"
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {shown}")
         principal = self._principal_of(ctx)
-        context = principal.evolve(progress=ctx.session.report_progress)
+        if ctx.meta is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            context = principal  # no progress token: the SDK's report_progress would drop every report
+        else:
+            context = principal.evolve(progress=ctx.session.report_progress)
         call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
         if params.request_state is not None or params.input_responses:
             return _render(await self._resume(ctx, tool, params, context, call_id), tool)
@@ -258,6 +317,23 @@ class _Handlers:
             result.error.message = f"The user dismissed the confirmation for {tool_name!r}; it did not run."
             result.error.details["reason"] = "cancelled"
         return result
+
+
+class _QuietOpenTelemetry:
+    """The SDK's OpenTelemetry middleware, skipped when its span could not be seen by anyone.
+
+    With no tracer provider configured (or the no-op one) and no trace context in the request's `_meta`,
+    the SDK's span is a non-recording copy of the current one: nothing records it and nothing downstream
+    sees a different context. Then the request goes straight on; otherwise through the SDK's middleware.
+    """
+
+    def __init__(self, inner: OpenTelemetryMiddleware) -> None:
+        self.inner = inner
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.meta is None and isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS):
+            return await call_next(ctx)
+        return await self.inner(ctx, call_next)
 
 
 def _may_call(tool: Tool, principal: ToolContext[Any]) -> bool:
