@@ -33,6 +33,7 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.propagate import get_global_textmap
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
 from toolrun.formats.mcp import MCPFormat
@@ -322,16 +323,20 @@ class _Handlers:
 class _QuietOpenTelemetry:
     """The SDK's OpenTelemetry middleware, skipped when its span could not be seen by anyone.
 
-    With no tracer provider configured (or the no-op one) and no trace context in the request's `_meta`,
-    the SDK's span is a non-recording copy of the current one: nothing records it and nothing downstream
-    sees a different context. Then the request goes straight on; otherwise through the SDK's middleware.
+    With no tracer provider configured (or the no-op one) and no trace context in the request's `_meta`
+    (none of the global propagator's fields: `traceparent`, `tracestate`, `baggage` by default), the SDK's
+    span is a non-recording copy of the current one: nothing records it and nothing downstream sees a
+    different context. Then the request goes straight on; otherwise through the SDK's middleware.
     """
 
     def __init__(self, inner: OpenTelemetryMiddleware) -> None:
         self.inner = inner
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.meta is None and isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS):
+        meta = ctx.meta
+        if isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS) and (
+            meta is None or get_global_textmap().fields.isdisjoint(meta)
+        ):
             return await call_next(ctx)
         return await self.inner(ctx, call_next)
 
