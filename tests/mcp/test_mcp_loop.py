@@ -232,3 +232,76 @@ async def test_mcp_param_headers_are_checked_against_the_tool_schema_over_http()
                 headers={**headers, "Mcp-Name": "add"},
             )
             assert plain.status_code == 200 and plain.json()["result"]["structuredContent"] == {"result": 3}
+
+
+async def _results() -> list[tuple[Any, Any]]:
+    import copy
+    import datetime
+
+    from toolrun import ToolCall, ToolExecutor
+
+    async def number() -> int:
+        """A number."""
+        return 3
+
+    async def mapping() -> dict[str, Any]:
+        """A mapping with values JSON has no type for."""
+        return {"when": datetime.date(2026, 1, 2), "pair": (1, 2), "nested": {"x": None, "y": [1.5, "z"]}}
+
+    async def stamp() -> datetime.datetime:
+        """A timestamp."""
+        return datetime.datetime(2026, 1, 2, 3, 4, 5)
+
+    async def untyped():  # type: ignore[no-untyped-def]
+        """No declared return type."""
+        return [1, 2]
+
+    async def broken() -> int:
+        """Fails."""
+        raise RuntimeError("secret")
+
+    registry = ToolRegistry([Tool.from_function(f) for f in (number, mapping, stamp, untyped, broken)])
+    executor = ToolExecutor(registry)
+    out = []
+    for name, arguments in [
+        ("number", {}),
+        ("mapping", {}),
+        ("stamp", {}),
+        ("untyped", {}),
+        ("broken", {}),
+        ("number", {"extra": 1}),
+    ]:
+        tool = registry.find(name)
+        out.append((await executor.execute(ToolCall(id="c", name=name, arguments=arguments)), tool))
+    executor.close()
+    hidden = copy.copy(out[1][0])
+    hidden.exclude_value_from_context = True  # a value kept from the model: no structuredContent
+    out.append((hidden, out[1][1]))
+    return out
+
+
+async def test_fast_wire_form_is_what_the_sdk_serializer_makes_of_each_result() -> None:
+    from mcp_types import methods
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    results = await _results()
+    assert {r.status for r, _ in results} == {"ok", "error"}
+    for version in (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS):
+        for result, tool in results:
+            rendered = server_module._render(result, tool)
+            expected = methods.serialize_server_result("tools/call", version, dict(rendered))
+            assert server_module._wire_result(rendered, version) == expected, (version, result.status)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_calls_the_fast_path_leaves_to_the_sdk(mode: str) -> None:
+    server = add_server()
+    async with Client(server, mode=mode) as client:
+        with pytest.raises(Exception, match="Unknown tool"):
+            await client.call_tool("missing", {})
+        bad = await client.call_tool("add", {"a": "x", "b": 2})
+        assert bad.is_error and "INVALID_ARGUMENTS" in text(bad)
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+    server.middleware.append(lambda ctx, call_next: call_next(ctx))  # another middleware: all through the SDK
+    async with Client(server, mode=mode) as client:
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}

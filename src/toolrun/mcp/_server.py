@@ -32,9 +32,12 @@ from mcp.server.models import InitializationOptions
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types import methods as _methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.propagate import get_global_textmap
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
+from pydantic_core import to_jsonable_python
 
 from toolrun.formats.mcp import MCPFormat
 from toolrun.mcp import _confirm
@@ -50,6 +53,14 @@ PRINCIPAL_SCOPE_KEY = "toolrun.principal"
 
 _FORMAT = MCPFormat()
 _MAX_NAME_ECHO = 200
+_FAST_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
+_WIRE_PROBE: dict[str, Any] = {
+    "content": [{"type": "text", "text": ""}],
+    "isError": False,
+    "structuredContent": {},
+    "resultType": "complete",
+}
+_WIRE_KEYS: dict[str, frozenset[str]] = {}
 _UNSEEN_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)
 _X_MCP_HEADER = '"x-mcp-header"'
 
@@ -129,7 +140,8 @@ def create_server(
     server.add_request_handler("tools/list", types.PaginatedRequestParams, handlers.list_tools)
     server.add_request_handler("tools/call", types.CallToolRequestParams, handlers.call_tool)
     server.middleware = [
-        _QuietOpenTelemetry(m) if isinstance(m, OpenTelemetryMiddleware) else m for m in server.middleware
+        _QuietOpenTelemetry(m, server, handlers) if isinstance(m, OpenTelemetryMiddleware) else m
+        for m in server.middleware
     ]
     server.registry = registry
     server.executor = executor
@@ -234,6 +246,56 @@ class _Handlers:
             return await self._confirm(ctx, tool, params, context, result)
         return _render(result, tool)
 
+    async def fast_call(
+        self, ctx: ServerRequestContext[Any, Any], server: Server[Any]
+    ) -> dict[str, Any] | None:
+        """A plain `tools/call` answered in its wire form, or None to leave the request to the SDK.
+
+        The SDK's path validates the params twice (the version's request surface, then the handler's
+        params model) and the result once more (the version's result surface). Here the params are checked
+        once against the version's surface, exactly as the SDK does first; and the result of a finished
+        call, which toolrun renders as text content, `isError` and `structuredContent` only, is put in the
+        version's wire form directly (`_wire_result`, checked against the SDK's serializer by the tests).
+        Anything else (not initialized yet, a cache hint for `tools/call`, extra params, an unknown tool,
+        invalid params, a confirmation) goes the SDK's way.
+        """
+        params = ctx.params
+        version = ctx.protocol_version
+        if (
+            not isinstance(params, dict)
+            or not _FAST_PARAM_KEYS.issuperset(params)
+            or (version not in MODERN_PROTOCOL_VERSIONS and ctx.session.client_params is None)
+            or "tools/call" in server.cache_hints
+        ):
+            return None
+        try:
+            _methods.validate_client_request("tools/call", version, params)
+        except Exception:  # the SDK's path answers with the right error
+            return None
+        name = params["name"]
+        tool = self.registry.find(name)
+        if tool is None:
+            return None
+        principal = self._principal_of(ctx)
+        if ctx.meta is None and version not in MODERN_PROTOCOL_VERSIONS:
+            context = principal
+        else:
+            context = principal.evolve(progress=ctx.session.report_progress)
+        call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
+        call = ToolCall(id=call_id, name=name, arguments=params.get("arguments"))
+        result = await self.executor.execute(call, context)
+        if result.status == "confirmation_required" and result.confirmation_id is not None:
+            typed = types.CallToolRequestParams.model_validate(params, by_name=False)
+            asked = await self._confirm(ctx, tool, typed, context, result)
+            if not isinstance(asked, dict):
+                asked = asked.model_dump(by_alias=True, mode="json", exclude_none=True)
+            wire = _methods.serialize_server_result("tools/call", version, asked)
+        else:
+            wire = _wire_result(_render(result, tool), version)
+        if version in MODERN_PROTOCOL_VERSIONS:
+            wire["_meta"] = {SERVER_INFO_META_KEY: server.server_info_stamp}
+        return wire
+
     def _principal_of(self, ctx: ServerRequestContext[Any, Any]) -> ToolContext[Any]:
         request = ctx.request
         if request is not None:
@@ -327,16 +389,25 @@ class _QuietOpenTelemetry:
     (none of the global propagator's fields: `traceparent`, `tracestate`, `baggage` by default), the SDK's
     span is a non-recording copy of the current one: nothing records it and nothing downstream sees a
     different context. Then the request goes straight on; otherwise through the SDK's middleware.
+
+    When it is the server's only middleware it also answers plain `tools/call` requests itself (see
+    `_Handlers.fast_call`), which the SDK allows a middleware to do; anything else goes on to the SDK.
     """
 
-    def __init__(self, inner: OpenTelemetryMiddleware) -> None:
+    def __init__(self, inner: OpenTelemetryMiddleware, server: Server[Any], handlers: _Handlers) -> None:
         self.inner = inner
+        self.server = server
+        self.handlers = handlers
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         meta = ctx.meta
         if isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS) and (
             meta is None or get_global_textmap().fields.isdisjoint(meta)
         ):
+            if ctx.method == "tools/call" and len(self.server.middleware) == 1:
+                answered = await self.handlers.fast_call(ctx, self.server)
+                if answered is not None:
+                    return answered
             return await call_next(ctx)
         return await self.inner(ctx, call_next)
 
@@ -357,6 +428,27 @@ def _can_elicit(ctx: ServerRequestContext[Any, Any], modern: bool) -> bool:
     if elicitation.form is None and elicitation.url is not None:  # URL mode only: no form to answer
         return False
     return modern or ctx.session.can_send_request
+
+
+def _wire_result(rendered: dict[str, Any], version: str) -> dict[str, Any]:
+    """A rendered `CallToolResult` in `version`'s wire form: what the SDK's result serializer makes of it.
+
+    `_render` gives text content, `isError`, `structuredContent` (any value) and `resultType`; the
+    serializer keeps the keys the version defines (no `structuredContent` before 2025-06-18, no
+    `resultType` before 2026-07-28) and dumps values in JSON mode (`to_jsonable_python`).
+    """
+    keys = _WIRE_KEYS.get(version)
+    if keys is None:
+        keys = _WIRE_KEYS[version] = frozenset(
+            _methods.serialize_server_result("tools/call", version, dict(_WIRE_PROBE))
+        )
+    wire = {"content": [{"text": block["text"], "type": "text"} for block in rendered["content"]]}
+    for key in ("isError", "resultType"):
+        if key in keys:
+            wire[key] = rendered[key]
+    if "structuredContent" in rendered and "structuredContent" in keys:
+        wire["structuredContent"] = to_jsonable_python(rendered["structuredContent"])
+    return wire
 
 
 def _render(result: ToolResult, tool: Tool) -> dict[str, Any]:
