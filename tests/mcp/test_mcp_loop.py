@@ -305,3 +305,16 @@ async def test_calls_the_fast_path_leaves_to_the_sdk(mode: str) -> None:
     server.middleware.append(lambda ctx, call_next: call_next(ctx))  # another middleware: all through the SDK
     async with Client(server, mode=mode) as client:
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+
+
+async def test_a_replaced_tools_call_handler_is_not_bypassed() -> None:
+    server = add_server()
+
+    async def mine(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        content: list[types.ContentBlock] = [types.TextContent(text="mine")]
+        return types.CallToolResult(content=content, structured_content={"result": 0})
+
+    server.add_request_handler("tools/call", types.CallToolRequestParams, mine)
+    for mode in ("legacy", "auto"):
+        async with Client(server, mode=mode) as client:
+            assert text(await client.call_tool("add", {"a": 1, "b": 2})) == "mine"

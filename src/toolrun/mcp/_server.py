@@ -404,12 +404,18 @@ class _QuietOpenTelemetry:
         if isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS) and (
             meta is None or get_global_textmap().fields.isdisjoint(meta)
         ):
-            if ctx.method == "tools/call" and len(self.server.middleware) == 1:
-                answered = await self.handlers.fast_call(ctx, self.server)
+            server = self.server
+            if ctx.method == "tools/call" and len(server.middleware) == 1 and self._serves_calls(server):
+                answered = await self.handlers.fast_call(ctx, server)
                 if answered is not None:
                     return answered
             return await call_next(ctx)
         return await self.inner(ctx, call_next)
+
+    def _serves_calls(self, server: Server[Any]) -> bool:
+        """Whether `tools/call` is still toolrun's handler (not replaced after `create_server`)."""
+        entry = server.get_request_handler("tools/call")
+        return entry is not None and entry.handler == self.handlers.call_tool
 
 
 def _may_call(tool: Tool, principal: ToolContext[Any]) -> bool:
