@@ -318,3 +318,42 @@ async def test_a_replaced_tools_call_handler_is_not_bypassed() -> None:
     for mode in ("legacy", "auto"):
         async with Client(server, mode=mode) as client:
             assert text(await client.call_tool("add", {"a": 1, "b": 2})) == "mine"
+
+
+@pytest.mark.slow
+async def test_mcp_param_headers_of_a_tool_the_caller_may_not_call_are_not_checked() -> None:
+    # As the SDK's own tools/list walk: a tool not listed to this caller has no schema to check against,
+    # so a stranger learns nothing from a mismatched header (the executor refuses the call as always).
+    secret = Tool.from_schema(
+        "secret",
+        "Admins only.",
+        {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}},
+        handler=lambda region="": "done",
+        roles={"admin"},
+    )
+    server = create_server(ToolRegistry([secret]))
+    principals = {
+        "tok-admin": ToolContext(user_id="a", roles=("admin",)),
+        "tok-member": ToolContext(user_id="m"),
+    }
+    params = {"name": "secret", "arguments": {"region": "eu"}, "_meta": ENVELOPE}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "secret",
+        "Mcp-Param-Region": "us",
+    }
+    app = create_http_app(server, resolve_principal=principals.get)
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        admin = await http.post(
+            f"{base}/mcp", json=body, headers={**headers, "Authorization": "Bearer tok-admin"}
+        )
+        assert admin.status_code == 400 and admin.json()["error"]["code"] == types.HEADER_MISMATCH
+        member = await http.post(
+            f"{base}/mcp", json=body, headers={**headers, "Authorization": "Bearer tok-member"}
+        )
+        assert member.status_code == 200
+        result = member.json()["result"]
+        assert result["isError"] and "secret" in result["content"][0]["text"]

@@ -22,6 +22,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as types
@@ -50,6 +51,10 @@ __all__ = ["PRINCIPAL_SCOPE_KEY", "ToolrunMCPServer", "create_server", "serve_st
 
 PRINCIPAL_SCOPE_KEY = "toolrun.principal"
 """The ASGI scope key where the HTTP endpoint puts the `ToolContext` of the authenticated caller."""
+
+REQUEST_PRINCIPAL: ContextVar[ToolContext[Any] | None] = ContextVar("toolrun_mcp_principal", default=None)
+"""The authenticated caller of the HTTP request being served (set by the endpoint around the SDK's handling),
+for the checks the SDK makes before a handler runs (`Mcp-Param-*` headers)."""
 
 _FORMAT = MCPFormat()
 _MAX_NAME_ECHO = 200
@@ -182,7 +187,9 @@ class _Handlers:
 
         Without this the SDK resolves the schema by running `tools/list` before every HTTP `tools/call`
         that has arguments. Only a schema that declares `x-mcp-header` has anything to check; others
-        answer None (nothing to validate), the same outcome the listing walk reaches.
+        answer None (nothing to validate), the same outcome the listing walk reaches. As with the walk
+        (which sees what this caller is listed), a tool the request's principal may not call answers None:
+        its headers are not checked, and the call is refused by the executor as for any other caller.
         """
         registry = self.registry
         version = registry.version
@@ -193,7 +200,12 @@ class _Handlers:
                 if _X_MCP_HEADER in json.dumps(definition.get("inputSchema"))
             }
             self._header_schemas_version = version
-        return self._header_schemas.get(name)
+        schema = self._header_schemas.get(name)
+        if schema is None:
+            return None
+        tool = registry.find(name)
+        principal = REQUEST_PRINCIPAL.get() or self.principal
+        return schema if tool is not None and _may_call(tool, principal) else None
 
     # ----------------------------------------------------------------------------------------------
     # tools/list
