@@ -23,8 +23,14 @@ Rows:
   HTTP).
 * ``toolrun_json`` (HTTP only): the same, served with ``create_http_app(server, json_response=True)``:
   plain JSON response bodies instead of an SSE stream per POST (no progress notifications over HTTP then).
-* ``sdk_lowlevel`` (the floor): the SDK's low-level ``Server`` with a hand-written ``tools/call`` handler
-  that reads ``a`` and ``b`` from the dict and answers: no validation, no timeout.
+* ``sdk_lowlevel``: the SDK's low-level ``Server`` with a hand-written ``tools/call`` handler that reads
+  ``a`` and ``b`` from the dict and answers: no validation, no timeout (the bare SDK).
+* ``client_floor`` (``inmem 2025`` and ``http``; the floor): no MCP server at all, only canned answers, so
+  the row is what the official client (plus, over HTTP, uvicorn) costs by itself. In memory, a ``Server``
+  whose ``run`` answers each request from the stream with a fixed ``JSONRPCResponse``; over HTTP, a bare
+  ASGI callable that reads the body, ``json.loads`` it and sends back a fixed JSON-RPC result with the
+  request's id (``application/json``). No server can beat it with this client, so a server reaches 2x
+  FastMCP's calls/s only where this row is under half of FastMCP's.
 
 Run: ``PYTHONPATH=src python bench/mcp.py [--quick]`` (needs the ``mcp`` and ``bench`` extras).
 """
@@ -32,6 +38,7 @@ Run: ``PYTHONPATH=src python bench/mcp.py [--quick]`` (needs the ``mcp`` and ``b
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 import sys
@@ -105,6 +112,98 @@ def lowlevel_server() -> Any:
     return Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+_TOOLS_RESULT: dict[str, Any] = {
+    "tools": [
+        {
+            "name": "add",
+            "description": "Add two integers.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"result": {"type": "integer"}},
+                "required": ["result"],
+            },
+        }
+    ]
+}
+_CALL_RESULT: dict[str, Any] = {
+    "content": [{"type": "text", "text": "3"}],
+    "isError": False,
+    "structuredContent": {"result": 3},
+}
+
+
+class CannedStreamServer:
+    """The in-memory client floor: answers every request on the stream with a fixed result."""
+
+    @staticmethod
+    def make() -> Any:
+        from mcp.server.lowlevel import Server
+        from mcp.shared.message import SessionMessage
+        from mcp_types import JSONRPCRequest, JSONRPCResponse
+
+        class Canned(Server[Any]):
+            async def run(self, read_stream: Any, write_stream: Any, *args: Any, **kwargs: Any) -> None:
+                async with write_stream:
+                    async for item in read_stream:
+                        message = getattr(item, "message", None)
+                        if not isinstance(message, JSONRPCRequest):
+                            continue
+                        if message.method == "initialize":
+                            result = {
+                                "protocolVersion": (message.params or {})["protocolVersion"],
+                                "capabilities": {"tools": {"listChanged": False}},
+                                "serverInfo": {"name": "floor", "version": "0"},
+                            }
+                        else:
+                            result = _TOOLS_RESULT if message.method == "tools/list" else _CALL_RESULT
+                        response = JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
+                        await write_stream.send(SessionMessage(response))
+
+        return Canned("floor")
+
+
+async def canned_http_app(scope: Any, receive: Any, send: Any) -> None:
+    """The HTTP client floor: a fixed JSON-RPC result for each POST (2026-07-28: discover, list, call)."""
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    request = json.loads(body)
+    if "id" not in request:
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    cached = {"cacheScope": "private", "ttlMs": 0, "resultType": "complete"}
+    method = request["method"]
+    if method == "server/discover":
+        capabilities = {"tools": {"listChanged": False}}
+        result = {**cached, "capabilities": capabilities, "supportedVersions": ["2026-07-28"]}
+    elif method == "tools/list":
+        result = {**cached, **_TOOLS_RESULT}
+    else:
+        result = {**_CALL_RESULT, "resultType": "complete"}
+    out = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(out)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": out})
+
+
+def client_floor_server() -> Any:
+    return CannedStreamServer
+
+
 def lowlevel_of(server: Any) -> Any:
     """The SDK `Server` behind a candidate (what `mcp.Client` connects to in memory)."""
     return getattr(server, "_mcp_server", server)
@@ -117,6 +216,8 @@ def toolrun_json_server() -> Any:
 
 
 def http_app(server: Any) -> Any:
+    if server is CannedStreamServer:
+        return canned_http_app
     if hasattr(server, "http_app"):  # FastMCP
         return server.http_app(path="/mcp")
     from toolrun.mcp import ToolrunMCPServer, create_http_app
@@ -171,6 +272,8 @@ def maker(stack: AsyncExitStack, factory: Any, transport: str) -> Maker:
         if transport == "http":
             client = Client(await serve_http(stack, http_app(server)))
         else:
+            if server is CannedStreamServer:
+                server = CannedStreamServer.make()
             client = Client(lowlevel_of(server), mode="legacy" if transport == "inmem 2025" else "auto")
         await stack.enter_async_context(client)
         await client.list_tools()  # what a host does first; also fills the client's output-schema cache
@@ -192,6 +295,8 @@ async def main(settings: _harness.Settings) -> dict[str, list[_harness.Result]]:
     for transport in ("inmem 2026", "inmem 2025", "http"):
         async with AsyncExitStack() as stack:
             factories = dict(FACTORIES)
+            if transport != "inmem 2026":  # in memory on 2026 the SDK's dispatch is the only way in
+                factories = {"client_floor": ("floor", client_floor_server), **factories}
             if transport == "http":
                 factories["toolrun_json"] = ("toolrun", toolrun_json_server)
             makers = {
@@ -200,9 +305,10 @@ async def main(settings: _harness.Settings) -> dict[str, list[_harness.Result]]:
             }
             candidates = await _harness.build(makers, expected=EXPECTED, settings=settings)
             rows = await _harness.measure(candidates, settings)
+            floor = "client_floor" if transport != "inmem 2026" else "sdk_lowlevel"
             _harness.compare(
                 rows,
-                f"sdk_lowlevel ({transport})",
+                f"{floor} ({transport})",
                 title=f"MCP tools/call round trip, {transport} (official mcp.Client, same process)",
                 per="call",
                 name=f"mcp_{transport.replace(' ', '_')}",
@@ -211,12 +317,16 @@ async def main(settings: _harness.Settings) -> dict[str, list[_harness.Result]]:
             out[transport] = rows
     for transport, rows in out.items():
         by = {r.name.split(" (")[0]: r for r in rows}
-        if "toolrun" in by and "fastmcp" in by:
-            ratio = by["fastmcp"].median_us / by["toolrun"].median_us
-            print(
-                f"{transport}: toolrun {1e6 / by['toolrun'].median_us:,.0f} calls/s, "
-                f"fastmcp {1e6 / by['fastmcp'].median_us:,.0f} calls/s -> toolrun = {ratio:.2f}x fastmcp"
-            )
+        if "fastmcp" not in by:
+            continue
+        fastmcp_us = by["fastmcp"].median_us
+        for name in ("toolrun", "toolrun_json", "sdk_lowlevel", "client_floor"):
+            if name in by:
+                us = by[name].median_us
+                print(
+                    f"{transport}: {name} {1e6 / us:,.0f} calls/s = {fastmcp_us / us:.2f}x fastmcp "
+                    f"({1e6 / fastmcp_us:,.0f} calls/s)"
+                )
     return out
 
 

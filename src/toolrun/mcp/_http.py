@@ -31,7 +31,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from toolrun.mcp._server import PRINCIPAL_SCOPE_KEY
+from toolrun.mcp._server import PRINCIPAL_SCOPE_KEY, REQUEST_PRINCIPAL
 from toolrun.tools import ToolContext
 
 __all__ = ["MCPHTTPEndpoint", "PrincipalResolver", "create_http_app", "mount_mcp"]
@@ -99,6 +99,15 @@ class MCPHTTPEndpoint:
         if principal is None:
             await _respond(send, 401, "unauthorized", "A valid bearer token is required.", bearer=True)
             return
+        reset = REQUEST_PRINCIPAL.set(principal)
+        try:
+            await self._serve_as(principal, scope, receive, send)
+        finally:
+            REQUEST_PRINCIPAL.reset(reset)
+
+    async def _serve_as(
+        self, principal: ToolContext[Any], scope: Scope, receive: Receive, send: Send
+    ) -> None:
         owner = principal.user_id
         session_id = _header(scope, _SESSION_HEADER)
         if session_id is not None:

@@ -18,16 +18,27 @@ the request cancels the tool.
 from __future__ import annotations
 
 import hmac
+import json
 import time
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.models import InitializationOptions
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types import methods as _methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.propagate import get_global_textmap
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
+from pydantic_core import to_jsonable_python
 
 from toolrun.formats.mcp import MCPFormat
 from toolrun.mcp import _confirm
@@ -41,8 +52,22 @@ __all__ = ["PRINCIPAL_SCOPE_KEY", "ToolrunMCPServer", "create_server", "serve_st
 PRINCIPAL_SCOPE_KEY = "toolrun.principal"
 """The ASGI scope key where the HTTP endpoint puts the `ToolContext` of the authenticated caller."""
 
+REQUEST_PRINCIPAL: ContextVar[ToolContext[Any] | None] = ContextVar("toolrun_mcp_principal", default=None)
+"""The authenticated caller of the HTTP request being served (set by the endpoint around the SDK's handling),
+for the checks the SDK makes before a handler runs (`Mcp-Param-*` headers)."""
+
 _FORMAT = MCPFormat()
 _MAX_NAME_ECHO = 200
+_FAST_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
+_WIRE_PROBE: dict[str, Any] = {
+    "content": [{"type": "text", "text": ""}],
+    "isError": False,
+    "structuredContent": {},
+    "resultType": "complete",
+}
+_WIRE_KEYS: dict[str, frozenset[str]] = {}
+_UNSEEN_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)
+_X_MCP_HEADER = '"x-mcp-header"'
 
 
 class ToolrunMCPServer(Server[Any]):
@@ -58,6 +83,26 @@ class ToolrunMCPServer(Server[Any]):
     """The executor every call goes through."""
     principal: ToolContext[Any]
     """Who calls when the transport does not say (stdio, in-memory, HTTP without a resolver)."""
+
+    async def run(
+        self,
+        read_stream: ReadStream[SessionMessage | Exception],
+        write_stream: WriteStream[SessionMessage],
+        initialization_options: InitializationOptions,
+        raise_exceptions: bool = False,
+    ) -> None:
+        """Serve one connection over a stream pair: the SDK's `Server.run`, without its relay task."""
+        from toolrun.mcp._loop import serve_streams
+
+        async with self.lifespan(self) as lifespan_state:
+            await serve_streams(
+                self,
+                read_stream,
+                write_stream,
+                lifespan_state=lifespan_state,
+                init_options=initialization_options,
+                raise_exceptions=raise_exceptions,
+            )
 
 
 def create_server(
@@ -94,9 +139,15 @@ def create_server(
 
         version = __version__
     handlers = _Handlers(registry, executor, principal, clock)
-    server = ToolrunMCPServer(name, version=version, instructions=instructions)
+    server = ToolrunMCPServer(
+        name, version=version, instructions=instructions, get_tool_input_schema=handlers.input_schema
+    )
     server.add_request_handler("tools/list", types.PaginatedRequestParams, handlers.list_tools)
     server.add_request_handler("tools/call", types.CallToolRequestParams, handlers.call_tool)
+    server.middleware = [
+        _QuietOpenTelemetry(m, server, handlers) if isinstance(m, OpenTelemetryMiddleware) else m
+        for m in server.middleware
+    ]
     server.registry = registry
     server.executor = executor
     server.principal = principal
@@ -125,6 +176,36 @@ class _Handlers:
         self.sealer = _confirm.Sealer(executor, clock)
         self._listings: dict[tuple[frozenset[str], frozenset[str] | None], types.ListToolsResult] = {}
         self._listed_version = -1
+        self._header_schemas: dict[str, dict[str, Any]] = {}
+        self._header_schemas_version = -1
+
+    # ----------------------------------------------------------------------------------------------
+    # Mcp-Param-* headers (2026-07-28 Streamable HTTP)
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema to check a `tools/call`'s `Mcp-Param-*` headers against, None when none applies.
+
+        Without this the SDK resolves the schema by running `tools/list` before every HTTP `tools/call`
+        that has arguments. Only a schema that declares `x-mcp-header` has anything to check; others
+        answer None (nothing to validate), the same outcome the listing walk reaches. As with the walk
+        (which sees what this caller is listed), a tool the request's principal may not call answers None:
+        its headers are not checked, and the call is refused by the executor as for any other caller.
+        """
+        registry = self.registry
+        version = registry.version
+        if version != self._header_schemas_version:
+            self._header_schemas = {
+                str(definition["name"]): definition["inputSchema"]
+                for definition in registry.definitions("mcp")
+                if _X_MCP_HEADER in json.dumps(definition.get("inputSchema"))
+            }
+            self._header_schemas_version = version
+        schema = self._header_schemas.get(name)
+        if schema is None:
+            return None
+        tool = registry.find(name)
+        principal = REQUEST_PRINCIPAL.get() or self.principal
+        return schema if tool is not None and _may_call(tool, principal) else None
 
     # ----------------------------------------------------------------------------------------------
     # tools/list
@@ -163,7 +244,10 @@ class _Handlers:
             shown = name if len(name) <= _MAX_NAME_ECHO else name[:_MAX_NAME_ECHO] + "…"
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {shown}")
         principal = self._principal_of(ctx)
-        context = principal.evolve(progress=ctx.session.report_progress)
+        if ctx.meta is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            context = principal  # no progress token: the SDK's report_progress would drop every report
+        else:
+            context = principal.evolve(progress=ctx.session.report_progress)
         call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
         if params.request_state is not None or params.input_responses:
             return _render(await self._resume(ctx, tool, params, context, call_id), tool)
@@ -173,6 +257,56 @@ class _Handlers:
         if result.status == "confirmation_required" and result.confirmation_id is not None:
             return await self._confirm(ctx, tool, params, context, result)
         return _render(result, tool)
+
+    async def fast_call(
+        self, ctx: ServerRequestContext[Any, Any], server: Server[Any]
+    ) -> dict[str, Any] | None:
+        """A plain `tools/call` answered in its wire form, or None to leave the request to the SDK.
+
+        The SDK's path validates the params twice (the version's request surface, then the handler's
+        params model) and the result once more (the version's result surface). Here the params are checked
+        once against the version's surface, exactly as the SDK does first; and the result of a finished
+        call, which toolrun renders as text content, `isError` and `structuredContent` only, is put in the
+        version's wire form directly (`_wire_result`, checked against the SDK's serializer by the tests).
+        Anything else (not initialized yet, a cache hint for `tools/call`, extra params, an unknown tool,
+        invalid params, a confirmation) goes the SDK's way.
+        """
+        params = ctx.params
+        version = ctx.protocol_version
+        if (
+            not isinstance(params, dict)
+            or not _FAST_PARAM_KEYS.issuperset(params)
+            or (version not in MODERN_PROTOCOL_VERSIONS and ctx.session.client_params is None)
+            or "tools/call" in server.cache_hints
+        ):
+            return None
+        try:
+            _methods.validate_client_request("tools/call", version, params)
+        except Exception:  # the SDK's path answers with the right error
+            return None
+        name = params["name"]
+        tool = self.registry.find(name)
+        if tool is None:
+            return None
+        principal = self._principal_of(ctx)
+        if ctx.meta is None and version not in MODERN_PROTOCOL_VERSIONS:
+            context = principal
+        else:
+            context = principal.evolve(progress=ctx.session.report_progress)
+        call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
+        call = ToolCall(id=call_id, name=name, arguments=params.get("arguments"))
+        result = await self.executor.execute(call, context)
+        if result.status == "confirmation_required" and result.confirmation_id is not None:
+            typed = types.CallToolRequestParams.model_validate(params, by_name=False)
+            asked = await self._confirm(ctx, tool, typed, context, result)
+            if not isinstance(asked, dict):
+                asked = asked.model_dump(by_alias=True, mode="json", exclude_none=True)
+            wire = _methods.serialize_server_result("tools/call", version, asked)
+        else:
+            wire = _wire_result(_render(result, tool), version)
+        if version in MODERN_PROTOCOL_VERSIONS:
+            wire["_meta"] = {SERVER_INFO_META_KEY: server.server_info_stamp}
+        return wire
 
     def _principal_of(self, ctx: ServerRequestContext[Any, Any]) -> ToolContext[Any]:
         request = ctx.request
@@ -260,6 +394,42 @@ class _Handlers:
         return result
 
 
+class _QuietOpenTelemetry:
+    """The SDK's OpenTelemetry middleware, skipped when its span could not be seen by anyone.
+
+    With no tracer provider configured (or the no-op one) and no trace context in the request's `_meta`
+    (none of the global propagator's fields: `traceparent`, `tracestate`, `baggage` by default), the SDK's
+    span is a non-recording copy of the current one: nothing records it and nothing downstream sees a
+    different context. Then the request goes straight on; otherwise through the SDK's middleware.
+
+    When it is the server's only middleware it also answers plain `tools/call` requests itself (see
+    `_Handlers.fast_call`), which the SDK allows a middleware to do; anything else goes on to the SDK.
+    """
+
+    def __init__(self, inner: OpenTelemetryMiddleware, server: Server[Any], handlers: _Handlers) -> None:
+        self.inner = inner
+        self.server = server
+        self.handlers = handlers
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        meta = ctx.meta
+        if isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS) and (
+            meta is None or get_global_textmap().fields.isdisjoint(meta)
+        ):
+            server = self.server
+            if ctx.method == "tools/call" and len(server.middleware) == 1 and self._serves_calls(server):
+                answered = await self.handlers.fast_call(ctx, server)
+                if answered is not None:
+                    return answered
+            return await call_next(ctx)
+        return await self.inner(ctx, call_next)
+
+    def _serves_calls(self, server: Server[Any]) -> bool:
+        """Whether `tools/call` is still toolrun's handler (not replaced after `create_server`)."""
+        entry = server.get_request_handler("tools/call")
+        return entry is not None and entry.handler == self.handlers.call_tool
+
+
 def _may_call(tool: Tool, principal: ToolContext[Any]) -> bool:
     roles = tool.options.roles
     if roles is not None and roles.isdisjoint(principal.roles):
@@ -276,6 +446,27 @@ def _can_elicit(ctx: ServerRequestContext[Any, Any], modern: bool) -> bool:
     if elicitation.form is None and elicitation.url is not None:  # URL mode only: no form to answer
         return False
     return modern or ctx.session.can_send_request
+
+
+def _wire_result(rendered: dict[str, Any], version: str) -> dict[str, Any]:
+    """A rendered `CallToolResult` in `version`'s wire form: what the SDK's result serializer makes of it.
+
+    `_render` gives text content, `isError`, `structuredContent` (any value) and `resultType`; the
+    serializer keeps the keys the version defines (no `structuredContent` before 2025-06-18, no
+    `resultType` before 2026-07-28) and dumps values in JSON mode (`to_jsonable_python`).
+    """
+    keys = _WIRE_KEYS.get(version)
+    if keys is None:
+        keys = _WIRE_KEYS[version] = frozenset(
+            _methods.serialize_server_result("tools/call", version, dict(_WIRE_PROBE))
+        )
+    wire = {"content": [{"text": block["text"], "type": "text"} for block in rendered["content"]]}
+    for key in ("isError", "resultType"):
+        if key in keys:
+            wire[key] = rendered[key]
+    if "structuredContent" in rendered and "structuredContent" in keys:
+        wire["structuredContent"] = to_jsonable_python(rendered["structuredContent"])
+    return wire
 
 
 def _render(result: ToolResult, tool: Tool) -> dict[str, Any]:
