@@ -52,3 +52,14 @@ def test_error_code_is_a_string() -> None:
         "EXECUTION_FAILED",
         "RESULT_INVALID",
     }
+
+
+def test_render_of_scalars_is_their_compact_json() -> None:
+    import json
+
+    class Named(str):
+        pass
+
+    for value in (3, 0, -(10**30), True, False, None, 1.5, "text", Named("sub"), [1, True, None]):
+        expected = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        assert ToolResult.ok(value).render() == expected, value

@@ -198,9 +198,13 @@ class ToolResult:
             return self.message
         if self.exclude_value_from_context:
             return "Done. (The result was delivered to the user and is not shown here.)"
-        if isinstance(self.value, str):
-            return self.value
-        return _RENDER.encode(self.value)
+        value = self.value
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            return value  # type: ignore[no-any-return]
+        if kind is int:
+            return int.__repr__(value)  # what the JSON encoder writes for an int, without building one
+        return _RENDER.encode(value)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe form; `from_dict` reverses it."""

@@ -343,3 +343,40 @@ def test_constructor_refuses_nonsense() -> None:
         ToolExecutor(registry, thread_pool_size=0)
     with pytest.raises(ValueError):
         ToolExecutor(registry, hash_key=b"short")
+
+
+async def test_scalar_results_keep_their_value_and_still_meet_the_declared_output_type(
+    make_executor: Any,
+) -> None:
+    @tool
+    async def flag() -> bool:
+        """A flag."""
+        return True
+
+    @tool
+    async def nothing() -> None:
+        """Nothing."""
+
+    @tool
+    async def untyped():  # type: ignore[no-untyped-def]
+        """No declared output type."""
+        return 7
+
+    @tool
+    async def says_text() -> str:
+        """Declares text, returns an int."""
+        return 7  # type: ignore[return-value]
+
+    @tool
+    async def says_text_too() -> str:
+        """Declares text, returns nothing."""
+        return None  # type: ignore[return-value]
+
+    ex = make_executor(flag, nothing, untyped, says_text, says_text_too)
+    for name, value, text in (("flag", True, "true"), ("nothing", None, "null"), ("untyped", 7, "7")):
+        r = await ex.execute(call(name))
+        assert r.status == "ok" and r.value is value and r.attempts == 1, name
+        assert r.render() == text and r.call_id and r.tool_name == name
+    for name in ("says_text", "says_text_too"):
+        r = await ex.execute(call(name))
+        assert r.error is not None and r.error.code == ErrorCode.RESULT_INVALID, name

@@ -76,6 +76,20 @@ class _Plan:
     roles: frozenset[str] | None
     entry: Callable[[Invocation], Awaitable[ToolResult]]
     stages: tuple[Middleware, ...]
+    validate: Callable[[Any], dict[str, Any]]
+    """`tool.validate`, or the validator's own `validate` when the tool does not override it (the same
+    call, one frame less)."""
+
+
+def _validate_of(tool: Tool) -> Callable[[Any], dict[str, Any]]:
+    """What `_front` calls to validate a call's arguments for `tool` (see `_Plan.validate`)."""
+    if type(tool).validate is Tool.validate and "validate" not in getattr(tool, "__dict__", {}):
+        try:
+            validator = tool._arguments_validator()
+        except Exception:  # a broken schema: `tool.validate` raises it again, per call, where it is reported
+            return tool.validate
+        return validator.validate
+    return tool.validate
 
 
 class ToolExecutor:
@@ -450,7 +464,9 @@ class ToolExecutor:
             entry: Callable[[Invocation], Awaitable[ToolResult]] = RunStage(self, tool)
             for stage in reversed(stages):
                 entry = functools.partial(stage, call_next=entry)
-            plan = _Plan(tool=tool, roles=tool.options.roles, entry=entry, stages=stages)
+            plan = _Plan(
+                tool=tool, roles=tool.options.roles, entry=entry, stages=stages, validate=_validate_of(tool)
+            )
             self._plans[name] = plan
         return plan
 
@@ -649,7 +665,7 @@ class ToolExecutor:
                 reason="mismatch",
             )
         try:
-            arguments = tool.validate(call.arguments)
+            arguments = plan.validate(call.arguments)
         except ArgumentsError as exc:
             return _errors.invalid_arguments(call.id, tool.name, exc)
         except Exception as exc:  # a validator bug must not escape either

@@ -356,6 +356,11 @@ class RunStage:
             raise
 
     def _result(self, inv: Invocation, value: Any) -> ToolResult:
+        kind = type(value)
+        if (kind is int or kind is bool or value is None) and (
+            not self._check_output or kind in self._fast_types
+        ):  # JSON as they are, never cut: what json_safe and truncate would return unchanged
+            return ok_result(inv.call.id, self.tool.name, value, inv.attempts)
         executor = self._executor
         if isinstance(value, ToolResult):
             return self._own_result(inv, value)

@@ -350,6 +350,14 @@ class Tool:
             validator = self._validator = self._make_validator()  # type: ignore[misc]
         return validator.validate(arguments)
 
+    def _arguments_validator(self) -> ArgumentsValidator:
+        """The validator behind `validate` (built on first use)."""
+        try:
+            return self._validator
+        except AttributeError:  # built on first use (see `_function_schema`)
+            validator = self._validator = self._make_validator()  # type: ignore[misc]
+            return validator
+
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext[Any] | None = None) -> Any:
         """Call the handler with validated arguments. Returns an awaitable for async handlers.
 

@@ -205,7 +205,9 @@ class PydanticArguments:
                 try:
                     # A decoded object: Python's strict mode accepts a subset of what JSON's does (no
                     # date from a string, no tuple from a list), so it is tried first, and JSON decides.
-                    instance = self._model.model_validate(data, strict=self._strict, extra=self._extra)
+                    instance = self._model.__pydantic_validator__.validate_python(
+                        data, strict=self._strict, extra=self._extra
+                    )
                     return self._arguments(instance)
                 except ValidationError as exc:
                     if not self._strict:
@@ -214,7 +216,12 @@ class PydanticArguments:
                         text = pydantic_core.to_json(data)
                     except (pydantic_core.PydanticSerializationError, ValueError, RecursionError):
                         raise exc from None  # not JSON data: the Python-mode errors are the answer
-            instance = self._model.model_validate_json(text, strict=self._strict, extra=self._extra)
+            # The model's own validator, called directly: `model_validate_json` is a Python wrapper around
+            # this same call (one frame less per tool call; the validator is read each time, so a
+            # `model_rebuild()` is seen).
+            instance = self._model.__pydantic_validator__.validate_json(
+                text, strict=self._strict, extra=self._extra
+            )
         except ValidationError as exc:
             retried = self._with_integral_floats(exc, arguments)
             if retried is None:
