@@ -32,6 +32,13 @@ Rows:
   request's id (``application/json``). No server can beat it with this client, so a server reaches 2x
   FastMCP's calls/s only where this row is under half of FastMCP's.
 
+A fourth table, ``http, server process``, answers the question the round trips cannot: how many calls
+one server core serves. Each candidate's HTTP app runs under uvicorn in a process of its own
+(``python bench/mcp.py --serve NAME --port P``); the same official client in this process makes the calls,
+and the row is the **server process's CPU time per call** (``time.process_time_ns`` read in the server
+through a ``GET /__cpu`` probe before and after each batch), so the client's own cost is out of it.
+``calls/s per server core`` is its inverse. Batches are interleaved round-robin, median of the rounds.
+
 Run: ``PYTHONPATH=src python bench/mcp.py [--quick]`` (needs the ``mcp`` and ``bench`` extras).
 """
 
@@ -41,6 +48,7 @@ import asyncio
 import json
 import logging
 import socket
+import subprocess
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -330,8 +338,144 @@ async def main(settings: _harness.Settings) -> dict[str, list[_harness.Result]]:
     return out
 
 
+# --------------------------------------------------------------------------------------------------------
+# The server in a process of its own: server CPU per call
+
+
+SERVED: dict[str, Any] = {
+    "client_floor": client_floor_server,
+    "sdk_lowlevel": lowlevel_server,
+    "fastmcp": fastmcp_server,
+    "toolrun": toolrun_server,
+    "toolrun_json": toolrun_json_server,
+}
+
+
+def with_cpu_probe(app: Any) -> Any:
+    """`app`, plus ``GET /__cpu``: this process's CPU time in ns (the same wrapper for every candidate)."""
+    import time
+
+    async def probed(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/__cpu":
+            body = str(time.process_time_ns()).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return probed
+
+
+def serve_forever(name: str, port: int) -> None:
+    """``--serve``: one candidate's HTTP app under uvicorn on 127.0.0.1 (stopped by the parent)."""
+    import uvicorn
+
+    logging.getLogger("toolrun.audit").disabled = True
+    app = with_cpu_probe(http_app(SERVED[name]()))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def start_servers() -> tuple[dict[str, int], list[subprocess.Popen[bytes]]]:
+    """One server process per candidate, each on a free port of its own."""
+    ports: dict[str, int] = {}
+    procs: list[subprocess.Popen[bytes]] = []
+    for name in SERVED:
+        ports[name] = free_port()
+        cmd = [sys.executable, __file__, "--serve", name, "--port", str(ports[name])]
+        procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL))
+    return ports, procs
+
+
+async def server_process_table(settings: _harness.Settings, ports: dict[str, int]) -> list[_harness.Result]:
+    import httpx
+
+    from mcp import Client
+
+    async with AsyncExitStack() as stack:
+        probe = await stack.enter_async_context(httpx.AsyncClient())
+        ops: dict[str, tuple[Op, str]] = {}
+        for name, port in ports.items():
+            base = f"http://127.0.0.1:{port}"
+            for _ in range(600):
+                try:
+                    (await probe.get(f"{base}/__cpu")).raise_for_status()
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+            else:
+                raise RuntimeError(f"{name}: the server process did not start")
+            client = await stack.enter_async_context(Client(f"{base}/mcp"))
+            await client.list_tools()
+            op = op_for(client)
+            if await op() != EXPECTED:
+                raise AssertionError(name)
+            ops[name] = (op, f"{base}/__cpu")
+
+        async def server_cpu(url: str) -> int:
+            return int((await probe.get(url)).text)
+
+        batch = 40 if settings.quick else 200
+        samples: dict[str, list[float]] = {name: [] for name in ops}
+        names = list(ops)
+        for r in range(settings.warmup_rounds + settings.rounds):
+            start = r % len(names)
+            for name in names[start:] + names[:start]:
+                op, url = ops[name]
+                before = await server_cpu(url)
+                for _ in range(batch):
+                    await op()
+                used = await server_cpu(url) - before
+                if r >= settings.warmup_rounds:
+                    samples[name].append(used / batch / 1e3)
+    rows = []
+    for name, values in samples.items():
+        q1, med, q3 = _harness.quartiles(values)
+        kind: Kind = "floor" if name == "client_floor" else "peer" if name == "fastmcp" else "toolrun"
+        if name == "sdk_lowlevel":
+            kind = "floor"
+        rows.append(
+            _harness.Result(
+                f"{name} (server process)",
+                kind,
+                med,
+                q1,
+                q3,
+                rounds=len(values),
+                batch=batch,
+                samples_us=values,
+            )
+        )
+    _harness.compare(
+        rows,
+        "client_floor (server process)",
+        title="MCP tools/call over HTTP, server CPU per call (server in its own process; client excluded)",
+        per="call",
+        name="mcp_http_server_process",
+        settings=settings,
+    )
+    by = {r.name.split(" (")[0]: r.median_us for r in rows}
+    for name in ("toolrun", "toolrun_json", "sdk_lowlevel", "client_floor"):
+        print(
+            f"server process: {name} {1e6 / by[name]:,.0f} calls/s per core = "
+            f"{by['fastmcp'] / by[name]:.2f}x fastmcp ({1e6 / by['fastmcp']:,.0f} calls/s per core)"
+        )
+    return rows
+
+
 if __name__ == "__main__":
+    if "--serve" in sys.argv:
+        serve_forever(sys.argv[sys.argv.index("--serve") + 1], int(sys.argv[sys.argv.index("--port") + 1]))
+        raise SystemExit(0)
     settings = _harness.parse_args(
         sys.argv[1:], description=__doc__.splitlines()[0], rounds=21, quick_rounds=3
     )
     asyncio.run(main(settings))
+    if settings.wants("server process") or settings.wants("http"):
+        ports, procs = start_servers()
+        try:
+            asyncio.run(server_process_table(settings, ports))
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(timeout=10)
