@@ -38,9 +38,12 @@ _logger = logging.getLogger("toolrun")
 
 _open_sinks: weakref.WeakSet[JSONLinesAuditSink] = weakref.WeakSet()
 
-# Records are encoded as one JSON array of objects (orjson, one call per batch), then cut into lines at the
+# Records are encoded by orjson, one line each (`_as_dict` + `dumps`). The fallback, for values orjson does
+# not take, encodes the batch as one JSON array of objects (pydantic-core), then cuts it into lines at the
 # object boundaries. `},{"action":` can only be a boundary: the objects are flat, `action` is their first
 # key, and inside a JSON string every `"` is escaped.
+_dumps = orjson.dumps
+_LINE = orjson.OPT_APPEND_NEWLINE
 _BOUNDARY = b'},{"action":'
 _NEWLINE_BOUNDARY = b'}\n{"action":'
 _batch_serializer: Any = None
@@ -71,9 +74,7 @@ def _encode(records: list[AuditRecord]) -> bytes:
     """JSON Lines for `records` (with a final newline)."""
     global _batch_serializer
     try:
-        data: bytes = orjson.dumps([_as_dict(record) for record in records])
-        if data[:11] == b'[{"action":' and data[-2:] == b"}]":
-            return data[1:-1].replace(_BOUNDARY, _NEWLINE_BOUNDARY) + b"\n"
+        return b"".join([_dumps(_as_dict(record), option=_LINE) for record in records])
     except Exception:  # e.g. a lone surrogate in an id, an odd value: pydantic-core copes
         pass
     try:
@@ -81,7 +82,7 @@ def _encode(records: list[AuditRecord]) -> bytes:
             from pydantic import TypeAdapter
 
             _batch_serializer = TypeAdapter(list[AuditRecord])
-        data = _batch_serializer.dump_json(records, warnings=False)
+        data: bytes = _batch_serializer.dump_json(records, warnings=False)
         if data[:11] == b'[{"action":' and data[-2:] == b"}]":
             return data[1:-1].replace(_BOUNDARY, _NEWLINE_BOUNDARY) + b"\n"
     except Exception:  # an odd value somewhere: encode record by record below
