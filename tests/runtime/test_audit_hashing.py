@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,21 @@ def test_the_canonical_form_sorts_nested_keys_and_is_deterministic() -> None:
     assert canonical_json(a) == canonical_json(b) == canonical_json(a)
     assert canonical_json(a) == '{"k":[1,2],"z":{"a":"é","b":[1,{"x":"null","y":2.5}]}}'.encode()
     assert canonical_json({"big": 2**80}) == b'{"big":1208925819614629174706176}'
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": 1, "a": 2},
+        {"x": None},
+        {"x": float("nan")},
+        {1: "x"},
+        {"s": "\ud800"},
+        {"n": "null"},
+        {"big": 2**70},
+    ],
+)
+def test_arguments_hashes_exactly_the_canonical_json(value: Any) -> None:
+    hasher = ArgumentHasher(KEY)
+    expected = hashlib.blake2b(canonical_json(value), key=KEY, digest_size=16).hexdigest()
+    assert hasher.arguments(value) == expected
