@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -70,3 +71,36 @@ def test_raw_arguments_hash_as_sent() -> None:
     assert hasher.raw('{"b": 1, "a": 2}') == blake(b'{"b": 1, "a": 2}')  # text: the exact bytes
     assert hasher.raw("\ud800") == blake("\ud800".encode("utf-8", "surrogatepass"))
     assert hasher.raw({"b": 1, "a": 2}) == blake(b'{"a":2,"b":1}') == hasher.digest(b'{"a":2,"b":1}')
+
+
+def test_none_and_non_finite_floats_never_share_bytes() -> None:
+    # orjson writes NaN and Infinity as null: such values must take the path that spells them apart
+    spelled = {canonical_json({"x": v}) for v in (None, float("nan"), float("inf"), float("-inf"))}
+    assert len(spelled) == 4
+    assert canonical_json({"x": [1.5, {"n": float("nan")}]}) != canonical_json({"x": [1.5, {"n": None}]})
+
+
+def test_the_canonical_form_sorts_nested_keys_and_is_deterministic() -> None:
+    a = {"z": {"b": [1, {"y": 2.5, "x": "null"}], "a": "é"}, "k": (1, 2)}
+    b = {"k": [1, 2], "z": {"a": "é", "b": [1, {"x": "null", "y": 2.5}]}}
+    assert canonical_json(a) == canonical_json(b) == canonical_json(a)
+    assert canonical_json(a) == '{"k":[1,2],"z":{"a":"é","b":[1,{"x":"null","y":2.5}]}}'.encode()
+    assert canonical_json({"big": 2**80}) == b'{"big":1208925819614629174706176}'
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": 1, "a": 2},
+        {"x": None},
+        {"x": float("nan")},
+        {1: "x"},
+        {"s": "\ud800"},
+        {"n": "null"},
+        {"big": 2**70},
+    ],
+)
+def test_arguments_hashes_exactly_the_canonical_json(value: Any) -> None:
+    hasher = ArgumentHasher(KEY)
+    expected = hashlib.blake2b(canonical_json(value), key=KEY, digest_size=16).hexdigest()
+    assert hasher.arguments(value) == expected

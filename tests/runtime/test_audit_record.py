@@ -191,3 +191,22 @@ def test_a_record_with_a_lone_surrogate_is_still_one_json_line() -> None:
     ).splitlines()
     assert line.isascii() and json.loads(line)["call_id"] == "c\ud800"
     assert _audit_file._encode_one(odd) == line
+
+
+def test_the_fast_dict_of_a_record_is_its_to_dict_key_order_included() -> None:
+    from toolrun.runtime import _audit_file
+
+    for r in (record(), record(call_id="c2", code="boom", outcome="error", cached=True)):
+        assert list(_audit_file._as_dict(r).items()) == list(r.to_dict().items())
+
+
+def test_the_one_pass_batch_holds_its_record_count_of_lines_with_odd_ids() -> None:
+    import json
+
+    from toolrun.runtime import _audit_file
+
+    # a call id that looks like a boundary, commas, quotes and newlines: still one line per record
+    ids = ['x},{"action":"deny"', "a,b", 'q"uote', "new\nline", "é"]
+    data = _audit_file._encode([record(call_id=i) for i in ids])
+    assert data.endswith(b"\n")
+    assert [json.loads(line)["call_id"] for line in data.splitlines()] == ids

@@ -329,3 +329,41 @@ async def test_no_spans_without_an_sdk_provider(make_executor: Any) -> None:
     ex = make_executor(add)
     assert ex._tracing.tracer() is None  # the API's proxy provider: nothing to record
     assert (await ex.execute(call("add", {"a": 1, "b": 2}))).value == 3
+
+
+async def test_events_built_without_init_equal_the_dataclass_built_ones(make_executor: Any) -> None:
+    """The executor sets ToolStarted/ToolFinished slots one by one (no `__init__` frame on the hot path):
+    every field must be set, and a field added to either class must be added there too."""
+    import dataclasses
+
+    started = ["call_id", "tool_name", "trace_id", "user_id"]
+    assert [f.name for f in dataclasses.fields(ToolStarted)] == started
+    assert [f.name for f in dataclasses.fields(ToolFinished)] == [
+        "call_id",
+        "tool_name",
+        "trace_id",
+        "user_id",
+        "outcome",
+        "code",
+        "duration",
+        "attempts",
+        "cached",
+        "error_id",
+        "exception",
+    ]
+    rec = Recorder()
+    ex = make_executor(add, boom)
+    ex.events.subscribe(rec)
+    ctx = ToolContext(user_id="u1", trace_id="t1")
+    await ex.execute(call("add", {"a": 1, "b": 2}), ctx)
+    await ex.execute(call("boom", {}), ctx)
+    assert len(rec.events) == 4
+    for event in rec.events:
+        values = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}  # all set
+        assert type(event)(**values) == event
+        assert repr(type(event)(**values)) == repr(event)
+    assert [type(e) for e in rec.events] == [ToolStarted, ToolFinished, ToolStarted, ToolFinished]
+    ok, failed = rec.events[1], rec.events[3]
+    assert isinstance(ok, ToolFinished) and isinstance(failed, ToolFinished)
+    assert (ok.outcome, ok.user_id, ok.trace_id, ok.attempts, ok.exception) == ("ok", "u1", "t1", 1, None)
+    assert failed.outcome == "error" and isinstance(failed.exception, RuntimeError) and failed.error_id

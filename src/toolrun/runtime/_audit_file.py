@@ -27,6 +27,7 @@ import threading
 import weakref
 from typing import IO, Any
 
+import orjson
 from pydantic_core import to_json
 
 from toolrun.runtime._audit import AuditRecord
@@ -37,17 +38,45 @@ _logger = logging.getLogger("toolrun")
 
 _open_sinks: weakref.WeakSet[JSONLinesAuditSink] = weakref.WeakSet()
 
-# Records are encoded as one JSON array of objects (pydantic-core, about half the cost of one `to_json`
-# per record), then cut into lines at the object boundaries. `},{"action":` can only be a boundary: the
-# objects are flat, `action` is their first key, and inside a JSON string every `"` is escaped.
+# Records are encoded by orjson, one line each (`_as_dict` + `dumps`). The fallback, for values orjson does
+# not take, encodes the batch as one JSON array of objects (pydantic-core), then cuts it into lines at the
+# object boundaries. `},{"action":` can only be a boundary: the objects are flat, `action` is their first
+# key, and inside a JSON string every `"` is escaped.
+_dumps = orjson.dumps
+_LINE = orjson.OPT_APPEND_NEWLINE
 _BOUNDARY = b'},{"action":'
 _NEWLINE_BOUNDARY = b'}\n{"action":'
 _batch_serializer: Any = None
 
 
+def _as_dict(r: AuditRecord) -> dict[str, Any]:
+    """`r.to_dict()`, faster (a test keeps the two equal, key order included)."""
+    return {
+        "action": r.action,
+        "tool": r.tool,
+        "call_id": r.call_id,
+        "trace_id": r.trace_id,
+        "conversation_id": r.conversation_id,
+        "principal": r.principal,
+        "arguments_hash": r.arguments_hash,
+        "outcome": r.outcome,
+        "code": r.code,
+        "duration_ms": r.duration_ms,
+        "attempts": r.attempts,
+        "cached": r.cached,
+        "error_id": r.error_id,
+        "confirmation_id": r.confirmation_id,
+        "timestamp": r.timestamp,
+    }
+
+
 def _encode(records: list[AuditRecord]) -> bytes:
     """JSON Lines for `records` (with a final newline)."""
     global _batch_serializer
+    try:
+        return b"".join([_dumps(_as_dict(record), option=_LINE) for record in records])
+    except Exception:  # e.g. a lone surrogate in an id, an odd value: pydantic-core copes
+        pass
     try:
         if _batch_serializer is None:
             from pydantic import TypeAdapter

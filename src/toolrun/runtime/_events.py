@@ -43,8 +43,10 @@ Outcome = Literal["ok", "error", "confirmation_required", "cancelled"]
 _logger = logging.getLogger("toolrun")
 
 
-# ToolEvent, ToolStarted and ToolFinished take positional arguments too: the executor builds two of them
-# per call on its hot path, and a 10-field positional call is about three times cheaper than keywords.
+# ToolEvent, ToolStarted and ToolFinished take positional arguments too (a 10-field positional call is about
+# three times cheaper than keywords). The executor, which builds two per call on its hot path, skips even
+# that: `object.__new__` and one slot assignment per field. A field added to ToolStarted or ToolFinished must
+# be set there too (tests/runtime/test_observe.py pins the field lists).
 @dataclass(slots=True)
 class ToolEvent:
     """Base of every executor event."""
