@@ -38,15 +38,10 @@ _logger = logging.getLogger("toolrun")
 
 _open_sinks: weakref.WeakSet[JSONLinesAuditSink] = weakref.WeakSet()
 
-# Records are encoded by orjson, one line each (`_as_dict` + `dumps`). The fallback, for values orjson does
-# not take, encodes the batch as one JSON array of objects (pydantic-core), then cuts it into lines at the
-# object boundaries. `},{"action":` can only be a boundary: the objects are flat, `action` is their first
-# key, and inside a JSON string every `"` is escaped.
+# Records are encoded by orjson, one line each (`_as_dict` + `dumps`). A batch with a value orjson does not
+# take (a lone surrogate in an id, say) is encoded record by record by `_encode_one` instead.
 _dumps = orjson.dumps
 _LINE = orjson.OPT_APPEND_NEWLINE
-_BOUNDARY = b'},{"action":'
-_NEWLINE_BOUNDARY = b'}\n{"action":'
-_batch_serializer: Any = None
 
 
 def _as_dict(r: AuditRecord) -> dict[str, Any]:
@@ -72,22 +67,10 @@ def _as_dict(r: AuditRecord) -> dict[str, Any]:
 
 def _encode(records: list[AuditRecord]) -> bytes:
     """JSON Lines for `records` (with a final newline)."""
-    global _batch_serializer
     try:
         return b"".join([_dumps(_as_dict(record), option=_LINE) for record in records])
-    except Exception:  # e.g. a lone surrogate in an id, an odd value: pydantic-core copes
-        pass
-    try:
-        if _batch_serializer is None:
-            from pydantic import TypeAdapter
-
-            _batch_serializer = TypeAdapter(list[AuditRecord])
-        data: bytes = _batch_serializer.dump_json(records, warnings=False)
-        if data[:11] == b'[{"action":' and data[-2:] == b"}]":
-            return data[1:-1].replace(_BOUNDARY, _NEWLINE_BOUNDARY) + b"\n"
-    except Exception:  # an odd value somewhere: encode record by record below
-        pass
-    return b"".join(_encode_one(record) + b"\n" for record in records)
+    except Exception:  # e.g. a lone surrogate in an id, an odd value: record by record, with fallbacks
+        return b"".join(_encode_one(record) + b"\n" for record in records)
 
 
 def _encode_one(record: AuditRecord) -> bytes:
