@@ -104,3 +104,20 @@ def test_arguments_hashes_exactly_the_canonical_json(value: Any) -> None:
     hasher = ArgumentHasher(KEY)
     expected = hashlib.blake2b(canonical_json(value), key=KEY, digest_size=16).hexdigest()
     assert hasher.arguments(value) == expected
+
+
+def test_plain_json_takes_orjson_spelling_and_only_null_bearing_output_takes_the_stdlib_path() -> None:
+    # orjson writes 1e-7 where the stdlib writes 1e-07: which path ran is visible in the bytes. Plain data
+    # (with an "n" in it but no null) is orjson's; output holding a null goes the stdlib way (None and NaN
+    # must not meet as `null`).
+    plain = {"name": "n", "x": 1e-7}
+    assert canonical_json(plain) == b'{"name":"n","x":1e-7}'
+    assert (
+        ArgumentHasher(KEY).arguments(plain)
+        == hashlib.blake2b(b'{"name":"n","x":1e-7}', key=KEY, digest_size=16).hexdigest()
+    )
+    assert canonical_json({"a": None, "x": 1e-7}) == b'{"a":null,"x":1e-07}'
+
+
+def test_bytes_inside_values_are_url_safe_base64_in_the_canonical_form() -> None:
+    assert canonical_json({"b": [b"\xff\x00"], "a": None}) == b'{"a":null,"b":["_wA="]}'  # URL-safe base64
