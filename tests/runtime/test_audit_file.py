@@ -235,3 +235,24 @@ async def test_aclose_awaits_an_async_flush_and_close_leaves_no_coroutine_behind
     assert sink.written == [] and len(sink.queued) == 1
     await executor.aclose()
     assert [r.call_id for r in sink.written] == ["c1"] and sink.queued == []
+
+
+def test_a_stream_with_only_write_and_flush_is_written_to() -> None:
+    # No `closed`, no `mode`: a minimal file-like object of an application's is a working target.
+    class Minimal:
+        def __init__(self) -> None:
+            self.parts: list[str] = []
+
+        def write(self, text: str) -> int:
+            self.parts.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    stream = Minimal()
+    with JSONLinesAuditSink(stream, batch=2) as sink:  # type: ignore[arg-type]
+        sink.write(_record("m1"))
+        sink.write(_record("m2"))
+    assert sink.failed == 0 and sink.written == 2
+    assert [json.loads(line)["call_id"] for line in "".join(stream.parts).splitlines()] == ["m1", "m2"]
