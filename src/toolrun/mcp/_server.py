@@ -243,12 +243,7 @@ class _Handlers:
         if tool is None:
             shown = name if len(name) <= _MAX_NAME_ECHO else name[:_MAX_NAME_ECHO] + "…"
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {shown}")
-        principal = self._principal_of(ctx)
-        if ctx.meta is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            context = principal  # no progress token: the SDK's report_progress would drop every report
-        else:
-            context = principal.evolve(progress=ctx.session.report_progress)
-        call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
+        context, call_id = self._call_context(ctx)
         if params.request_state is not None or params.input_responses:
             return _render(await self._resume(ctx, tool, params, context, call_id), tool)
         result = await self.executor.execute(
@@ -288,12 +283,7 @@ class _Handlers:
         tool = self.registry.find(name)
         if tool is None:
             return None
-        principal = self._principal_of(ctx)
-        if ctx.meta is None and version not in MODERN_PROTOCOL_VERSIONS:
-            context = principal
-        else:
-            context = principal.evolve(progress=ctx.session.report_progress)
-        call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
+        context, call_id = self._call_context(ctx)
         call = ToolCall(id=call_id, name=name, arguments=params.get("arguments"))
         result = await self.executor.execute(call, context)
         if result.status == "confirmation_required" and result.confirmation_id is not None:
@@ -307,6 +297,17 @@ class _Handlers:
         if version in MODERN_PROTOCOL_VERSIONS:
             wire["_meta"] = {SERVER_INFO_META_KEY: server.server_info_stamp}
         return wire
+
+    def _call_context(self, ctx: ServerRequestContext[Any, Any]) -> tuple[ToolContext[Any], str]:
+        """The caller's context for a `tools/call` (progress reported when the client can see it) and its
+        call id."""
+        principal = self._principal_of(ctx)
+        if ctx.meta is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            context = principal  # no progress token: the SDK's report_progress would drop every report
+        else:
+            context = principal.evolve(progress=ctx.session.report_progress)
+        call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
+        return context, call_id
 
     def _principal_of(self, ctx: ServerRequestContext[Any, Any]) -> ToolContext[Any]:
         request = ctx.request
