@@ -167,6 +167,14 @@ def test_tool_index_returns_one_hit_per_name_best_first() -> None:
     assert hits[0].score >= hits[1].score > 0
 
 
+def test_searching_a_closed_index_is_a_clear_error() -> None:
+    index = ToolIndex([get_weather_forecast, send_email])
+    assert index.search("weather", 1)
+    index.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        index.search("weather", 1)
+
+
 def test_a_query_of_several_sentences_gets_tools_for_each() -> None:
     tools = [
         Tool.from_schema(f"weather_{kind}", f"Weather {kind} for a city.", {"type": "object"})

@@ -279,6 +279,7 @@ class ToolIndex:
         self.engine: str = _engine(engine)
         self._unique = len({t.name for t in self.tools}) == len(self.tools)
         self._ranker: _Ranker | None = None
+        self._closed = False
         if self.engine == "bm25s":
             if self.tools:
                 self._ranker = _Bm25s(self.tools)
@@ -302,6 +303,8 @@ class ToolIndex:
         """
         if k < 1:
             raise ValueError("k must be at least 1.")
+        if self._closed:
+            raise RuntimeError("This ToolIndex is closed: build a new one to search.")
         if self._ranker is None:
             return []
         sentences = [query_terms(s) for s in _SENTENCES.split(query)]
@@ -332,7 +335,8 @@ class ToolIndex:
         return hits
 
     def close(self) -> None:
-        """Release the index's memory (searching afterwards fails, or finds nothing with bm25s)."""
+        """Release the index's memory; searching afterwards raises `RuntimeError`."""
+        self._closed = True
         if self._ranker is not None:
             self._ranker.close()
 
