@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -44,9 +45,13 @@ def test_mypy_reports_misspelt_and_mistyped_options(tmp_path: Path) -> None:
     source = tmp_path / "snippet.py"
     source.write_text(textwrap.dedent(SNIPPET).lstrip("\n"))
     cache = Path(__file__).resolve().parents[2] / ".mypy_cache"
-    stdout, stderr, status = api.run(
-        [str(source), "--strict", "--no-error-summary", "--show-error-codes", "--cache-dir", str(cache)]
-    )
+    limit = sys.getrecursionlimit()
+    try:
+        stdout, stderr, status = api.run(
+            [str(source), "--strict", "--no-error-summary", "--show-error-codes", "--cache-dir", str(cache)]
+        )
+    finally:
+        sys.setrecursionlimit(limit)  # mypy raises it for the whole process; later tests rely on the default
     assert status == 1, stdout + stderr
     lines = sorted({int(line.split(":")[1]) for line in stdout.splitlines() if ": error:" in line})
     assert lines == [8, 13, 15, 17, 23], stdout
