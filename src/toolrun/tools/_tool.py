@@ -344,11 +344,7 @@ class Tool:
         Raises:
             ArgumentsError: listing every problem with its field path, what was expected and what was given.
         """
-        try:
-            validator = self._validator
-        except AttributeError:  # built on first use (see `_function_schema`)
-            validator = self._validator = self._make_validator()  # type: ignore[misc]
-        return validator.validate(arguments)
+        return self._arguments_validator().validate(arguments)
 
     def _arguments_validator(self) -> ArgumentsValidator:
         """The validator behind `validate` (built on first use)."""
