@@ -74,7 +74,7 @@ def test_raw_arguments_hash_as_sent() -> None:
 
 
 def test_none_and_non_finite_floats_never_share_bytes() -> None:
-    # orjson writes NaN and Infinity as null: such values must take the path that spells them apart
+    # msgspec writes NaN and Infinity as null: such values must take the path that spells them apart
     spelled = {canonical_json({"x": v}) for v in (None, float("nan"), float("inf"), float("-inf"))}
     assert len(spelled) == 4
     assert canonical_json({"x": [1.5, {"n": float("nan")}]}) != canonical_json({"x": [1.5, {"n": None}]})
@@ -106,9 +106,9 @@ def test_arguments_hashes_exactly_the_canonical_json(value: Any) -> None:
     assert hasher.arguments(value) == expected
 
 
-def test_plain_json_takes_orjson_spelling_and_only_null_bearing_output_takes_the_stdlib_path() -> None:
-    # orjson writes 1e-7 where the stdlib writes 1e-07: which path ran is visible in the bytes. Plain data
-    # (with an "n" in it but no null) is orjson's; output holding a null goes the stdlib way (None and NaN
+def test_plain_json_takes_msgspec_spelling_and_only_null_bearing_output_takes_the_stdlib_path() -> None:
+    # msgspec writes 1e-7 where the stdlib writes 1e-07: which path ran is visible in the bytes. Plain data
+    # (with an "n" in it but no null) is msgspec's; output holding a null goes the stdlib way (None and NaN
     # must not meet as `null`).
     plain = {"name": "n", "x": 1e-7}
     assert canonical_json(plain) == b'{"name":"n","x":1e-7}'

@@ -193,13 +193,6 @@ def test_a_record_with_a_lone_surrogate_is_still_one_json_line() -> None:
     assert _audit_file._encode_one(odd) == line
 
 
-def test_the_fast_dict_of_a_record_is_its_to_dict_key_order_included() -> None:
-    from toolrun.runtime import _audit_file
-
-    for r in (record(), record(call_id="c2", code="boom", outcome="error", cached=True)):
-        assert list(_audit_file._as_dict(r).items()) == list(r.to_dict().items())
-
-
 def test_the_one_pass_batch_holds_its_record_count_of_lines_with_odd_ids() -> None:
     import json
 
@@ -210,3 +203,13 @@ def test_the_one_pass_batch_holds_its_record_count_of_lines_with_odd_ids() -> No
     data = _audit_file._encode([record(call_id=i) for i in ids])
     assert data.endswith(b"\n")
     assert [json.loads(line)["call_id"] for line in data.splitlines()] == ids
+
+
+def test_a_record_is_immutable_and_its_dict_keeps_the_declared_field_order() -> None:
+    r = record()
+    with pytest.raises(AttributeError):
+        r.outcome = "ok"  # type: ignore[misc]
+    assert list(r.to_dict()) == [
+        "action", "tool", "call_id", "trace_id", "conversation_id", "principal", "arguments_hash",
+        "outcome", "code", "duration_ms", "attempts", "cached", "error_id", "confirmation_id", "timestamp",
+    ]  # fmt: skip

@@ -27,7 +27,7 @@ import threading
 import weakref
 from typing import IO, Any
 
-import orjson
+import msgspec
 from pydantic_core import to_json
 
 from toolrun.runtime._audit import AuditRecord
@@ -38,37 +38,13 @@ _logger = logging.getLogger("toolrun")
 
 _open_sinks: weakref.WeakSet[JSONLinesAuditSink] = weakref.WeakSet()
 
-# Records are encoded by orjson, one line each (`_as_dict` + `dumps`). A batch with a value orjson does not
-# take (a lone surrogate in an id, say) is encoded record by record by `_encode_one` instead.
-_dumps = orjson.dumps
-_LINE = orjson.OPT_APPEND_NEWLINE
-
-
-def _as_dict(r: AuditRecord) -> dict[str, Any]:
-    """`r.to_dict()`, faster (a test keeps the two equal, key order included)."""
-    return {
-        "action": r.action,
-        "tool": r.tool,
-        "call_id": r.call_id,
-        "trace_id": r.trace_id,
-        "conversation_id": r.conversation_id,
-        "principal": r.principal,
-        "arguments_hash": r.arguments_hash,
-        "outcome": r.outcome,
-        "code": r.code,
-        "duration_ms": r.duration_ms,
-        "attempts": r.attempts,
-        "cached": r.cached,
-        "error_id": r.error_id,
-        "confirmation_id": r.confirmation_id,
-        "timestamp": r.timestamp,
-    }
+_encode_lines = msgspec.json.Encoder().encode_lines
 
 
 def _encode(records: list[AuditRecord]) -> bytes:
-    """JSON Lines for `records` (with a final newline)."""
+    """JSON Lines for `records` (each line ends with a newline), in one C call for the batch."""
     try:
-        return b"".join([_dumps(_as_dict(record), option=_LINE) for record in records])
+        return _encode_lines(records)
     except Exception:  # e.g. a lone surrogate in an id, an odd value: record by record, with fallbacks
         return b"".join(_encode_one(record) + b"\n" for record in records)
 

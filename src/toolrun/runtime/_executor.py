@@ -580,7 +580,7 @@ class ToolExecutor:
                 arguments_hash = inv.arguments_hash if inv is not None else self.hasher.raw(call.arguments)
             except Exception:  # arguments that cannot even be rendered: audit without a hash
                 arguments_hash = None
-            record = AuditRecord(  # positional: see AuditRecord
+            record = AuditRecord(  # positional: one C call (see AuditRecord)
                 action,
                 tool_name,
                 result.call_id,
@@ -824,7 +824,7 @@ class ToolExecutor:
         outcome: str | None = None,
     ) -> None:
         error = result.error
-        record = AuditRecord(  # positional: see AuditRecord
+        record = AuditRecord(
             action,
             tool_name,
             result.call_id,
