@@ -109,10 +109,11 @@ class JSONLinesAuditSink:
         """Queue one record (written by the writer thread; at once with `batch=1`)."""
         queue = self._queue
         queue.append(record)
-        if len(queue) >= self._batch:
+        waiting = len(queue)
+        if waiting >= self._batch:
             if self._thread is None:
                 self._write_out()
-            else:
+            elif waiting == self._batch:  # once per batch: until the thread runs, more calls come here
                 self._wake.set()
 
     def flush(self) -> None:
