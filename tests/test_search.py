@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -221,6 +223,85 @@ def test_a_weak_sentence_gets_no_place_of_its_own() -> None:
     query = "Could you help me at my desk? Weather forecast and weather alerts for Lyon. Send email to Bob."
     top = [h.tool.name for h in index.search(query, 3)]
     assert top == ["send_email", "weather_forecast", "weather_alerts"]
+
+
+class FakeEmbedder:
+    """Counts, per text, the words of each of three "concepts": a stand-in for a model that knows "exchange"
+    is about converting currencies though no tool says "exchange"."""
+
+    CONCEPTS = (
+        {"convert", "currency", "exchange", "into"},
+        {"history", "historical", "past", "old"},
+        {"yen", "dollars", "dollar", "euro"},
+    )
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[int]]:
+        self.calls.append(list(texts))
+        words = [re.findall(r"[a-z]+", text.lower()) for text in texts]
+        return [[sum(w in concept for w in ws) for concept in self.CONCEPTS] for ws in words]
+
+
+def money_tools() -> list[Tool]:
+    amount = {"type": "number", "description": "How much, e.g. 100 dollars or yen."}
+    return [
+        Tool.from_schema(
+            "currency_convert",
+            "Convert an amount from one currency to another.",
+            {"type": "object", "properties": {"amount": amount}},
+        ),
+        Tool.from_schema(
+            "dollar_history",
+            "History of the dollar against the yen: past events, historical records, old history.",
+            {"type": "object"},
+        ),
+        Tool.from_schema("send_email", "Send an email message.", {"type": "object"}),
+    ]
+
+
+def test_an_embedding_function_reranks_by_meaning() -> None:
+    tools = money_tools()
+    query = "Exchange 5000 yen into dollars"
+    # By words alone, the history tool shares more of them (in its description, not a parameter's).
+    assert [h.tool.name for h in ToolIndex(tools).search(query, 3)] == ["dollar_history", "currency_convert"]
+    embed = FakeEmbedder()
+    index = ToolIndex(tools, embed=embed)
+    assert len(embed.calls) == 1 and len(embed.calls[0]) == 3  # every tool's text, once
+    assert embed.calls[0][0].startswith("currency convert Convert an amount")  # name words, description, ...
+    hits = index.search(query, 3)
+    assert [h.tool.name for h in hits] == ["currency_convert", "dollar_history"]  # still only word matches
+    assert hits[0].score > hits[1].score
+    assert embed.calls[1:] == [[query]]  # one call per search
+    assert index.search("zebra quantum", 3) == []
+
+
+def test_a_question_of_several_sentences_embeds_each() -> None:
+    embed = FakeEmbedder()
+    index = ToolIndex(money_tools(), embed=embed)
+    query = "Exchange 5000 yen into dollars at the currency rate. Then send an email to Bob."
+    top = [h.tool.name for h in index.search(query, 3)]
+    assert top == ["currency_convert", "send_email", "dollar_history"]
+    # Each sentence that gets a place, once, strongest first; the whole question's vector is their mean.
+    assert embed.calls[1:] == [
+        ["Then send an email to Bob.", "Exchange 5000 yen into dollars at the currency rate."]
+    ]
+    # A sentence too weak to get a place (beside a mail sentence of four matching words) is not embedded;
+    # with one sentence left, the whole question is embedded too.
+    embed.calls.clear()
+    query = "Exchange 5000 yen into dollars. Then send an email message to Bob."
+    index.search(query, 3)
+    assert embed.calls == [[query, "Then send an email message to Bob."]]
+
+
+def test_an_embedding_function_must_return_one_vector_per_text() -> None:
+    with pytest.raises(ValueError, match="one vector for each of 3 texts"):
+        ToolIndex(money_tools(), embed=lambda texts: [[1.0, 0.0]])
+    index = ToolIndex(money_tools(), embed=lambda texts: [[1.0, 0.0] for _ in texts])
+    assert index.search("yen", 1)  # zero or equal vectors: the BM25 order stands
+    embed = FakeEmbedder()
+    assert ToolIndex([], embed=embed).search("yen", 1) == [] and embed.calls == []
 
 
 def test_import_toolrun_does_not_import_sqlite() -> None:
