@@ -333,6 +333,42 @@ FLOORS = {
 95.5 %, 87.9 %), 46.1 %; the plain BM25 baseline over the same docs: 77.6 % (80.0 % held out) and 44.3 %."""
 
 
+def test_the_bench_static_embedder_averages_token_vectors() -> None:
+    """bench/search.py's `StaticEmbedder`, on a fake model2vec model (no model needed)."""
+    np = pytest.importorskip("numpy")
+    bench = load_bench()
+    vocabulary = {"[UNK]": 0, "yen": 1, "dollar": 2, "##s": 3, "-": 4}
+
+    class Encoding:
+        def __init__(self, word: str) -> None:
+            if word.endswith("s") and word[:-1] in vocabulary:
+                self.ids = [vocabulary[word[:-1]], vocabulary["##s"]]
+            else:
+                self.ids = [vocabulary.get(word, 0)]
+
+    class Tokenizer:
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def encode_batch_fast(self, words: list[str], add_special_tokens: bool) -> list[Encoding]:
+            self.asked += words
+            return [Encoding(w) for w in words]
+
+    class Model:
+        embedding = np.array([[9.0, 9], [1, 0], [0, 1], [0, 3], [5, 5]], dtype=np.float16)
+        tokenizer = Tokenizer()
+        unk_token_id = 0
+
+    embed = bench.StaticEmbedder(Model())
+    embed.caching = True
+    vectors = embed(["Yen-dollars", "zebra", ""])  # unknown words and empty texts: zero vectors
+    assert vectors.tolist() == [[1.5, 2.25], [0.0, 0.0], [0.0, 0.0]]  # (1,0) + (5,5) + (0,1) + (0,3), / 4
+    assert sorted(Model.tokenizer.asked) == ["-", "dollars", "yen", "zebra"]
+    embed.caching = False
+    assert embed(["zebra yen", "mouse"]).tolist() == [[1.0, 0.0], [0.0, 0.0]]
+    assert sorted(Model.tokenizer.asked) == ["-", "dollars", "mouse", "yen", "zebra"]  # cached words: once
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)  # 1,917 lenient schemas and 400 searches; slow on a shared machine
 def test_bfcl_recall_floor(engine: str) -> None:
