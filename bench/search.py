@@ -189,10 +189,10 @@ def toolrun_search(
 class StaticEmbedder:
     """A `model2vec` static model as an `embed` function: the mean of a text's token vectors.
 
-    Same vectors as `StaticModel.encode` (unnormalised; the index normalises), faster: the model's tokenizer
-    (BERT's WordPiece, which splits on spaces and punctuation first) is asked once per distinct word while
-    `caching` is on — the bench turns it on while the index embeds the tools, so the words of the tools are
-    looked up, and a question's other words are tokenized at query time, every time.
+    Same vectors as `StaticModel.encode` (unnormalised; the index normalises), faster: BERT's WordPiece
+    splits a text on spaces and punctuation first, and a word that is itself in the vocabulary is that one
+    token, so such words are looked up in a table of the vocabulary; only the others (rare names, typos) go
+    through the model's tokenizer, at every call.
     """
 
     _WORD = re.compile(r"[^\W_]+|[^\w\s]|_")
@@ -204,16 +204,17 @@ class StaticEmbedder:
         self._vectors = np.asarray(model.embedding, dtype=np.float32)
         self._tokenizer = model.tokenizer
         self._unk = model.unk_token_id
-        self._ids: dict[str, list[int]] = {}
-        self.caching = False
+        self._ids: dict[str, list[int]] = {
+            token: [i]
+            for token, i in model.tokenizer.get_vocab().items()
+            if token.isascii() and (token.isalnum() or len(token) == 1) and i != self._unk
+        }
 
     def __call__(self, texts: Sequence[str]) -> Any:
         np = self._np
         words = [self._WORD.findall(text.lower()) for text in texts]
         new = list({w for ws in words for w in ws if w not in self._ids})
         found = dict(zip(new, self._tokenize(new), strict=True))
-        if self.caching:
-            self._ids.update(found)
         ids = [[i for w in ws for i in (self._ids[w] if w in self._ids else found[w])] for ws in words]
         sizes = np.array([len(row) for row in ids])
         out = np.zeros((len(texts), self._vectors.shape[1]), dtype=np.float32)
@@ -304,9 +305,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     embedder = static_embedder()
     if embedder is not None:
         started = time.perf_counter()
-        embedder.caching = True  # the tools' words: looked up at query time, as the index is built once
         hybrid = toolrun_search(tools, "bm25s", embed=embedder)
-        embedder.caching = False
         print(f"(index with static embeddings built in {(time.perf_counter() - started) * 1e3:.0f} ms)\n")
     print(
         f"{len(tools)} docs ({len({t.name for t in tools})} distinct names), {len(queries)} queries, "
