@@ -304,6 +304,12 @@ def test_an_embedding_function_must_return_one_vector_per_text() -> None:
     assert ToolIndex([], embed=embed).search("yen", 1) == [] and embed.calls == []
 
 
+def test_an_embedding_function_needs_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if numpy were not installed
+    with pytest.raises(ImportError, match="needs numpy"):
+        ToolIndex(money_tools(), engine="fts5", embed=FakeEmbedder())
+
+
 def test_import_toolrun_does_not_import_sqlite() -> None:
     code = "import sys, toolrun; print('sqlite3' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -299,6 +299,13 @@ class ToolIndex:
         self._closed = False
         self._embed = embed
         self._vectors: npt.NDArray[np.float32] | None = None
+        if embed is not None:
+            try:
+                import numpy  # noqa: F401
+            except ImportError as exc:
+                raise ImportError(
+                    "ToolIndex(embed=...) needs numpy: pip install numpy (or 'toolrun[search]')."
+                ) from exc
         if embed is not None and self.tools:
             self._vectors = _unit_rows(embed([" ".join(_fields(t)) for t in self.tools]), len(self.tools))
         if self.engine == "bm25s":
