@@ -238,17 +238,19 @@ class _Bm25s:
         np = self._np
         with self._lock:
             stemmed = [set(self._stemmer.stemWords(terms)) for terms in queries]
-        positions, values = [], []
+        positions, values, offsets = [], [], []
         for q, stems in enumerate(stemmed):
             for stem in stems:
                 row = self._rows.get(stem)
                 if row is not None:
-                    positions.append(row[0] + q * self._n)
+                    positions.append(row[0])
                     values.append(row[1])
+                    offsets.append(q * self._n)
         if not positions:
             return [[] for _ in queries]
+        shift = np.repeat(np.array(offsets, dtype=np.int64), [len(p) for p in positions])
         size = len(queries) * self._n
-        matrix = np.bincount(np.concatenate(positions), np.concatenate(values), size).reshape(
+        matrix = np.bincount(np.concatenate(positions) + shift, np.concatenate(values), size).reshape(
             len(queries), -1
         )
         limit = min(limit, self._n)
@@ -256,11 +258,14 @@ class _Bm25s:
             top = np.argpartition(-matrix, limit - 1, axis=1)[:, :limit]
         else:
             top = np.broadcast_to(np.arange(self._n), (len(queries), self._n))
-        out = []
-        for row, candidates in zip(matrix, top, strict=True):
-            order = candidates[np.argsort(-row[candidates], kind="stable")]
-            out.append([(int(i), float(row[i])) for i in order if row[i] > 0])
-        return out
+        scores = np.take_along_axis(matrix, top, axis=1)
+        order = np.argsort(-scores, axis=1, kind="stable")
+        positions = np.take_along_axis(top, order, axis=1).tolist()
+        ranked = np.take_along_axis(scores, order, axis=1).tolist()
+        return [
+            [(i, score) for i, score in zip(row_positions, row_scores, strict=True) if score > 0]
+            for row_positions, row_scores in zip(positions, ranked, strict=True)
+        ]
 
     def close(self) -> None:
         self._rows = {}
