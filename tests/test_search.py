@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -223,6 +225,91 @@ def test_a_weak_sentence_gets_no_place_of_its_own() -> None:
     assert top == ["send_email", "weather_forecast", "weather_alerts"]
 
 
+class FakeEmbedder:
+    """Counts, per text, the words of each of three "concepts": a stand-in for a model that knows "exchange"
+    is about converting currencies though no tool says "exchange"."""
+
+    CONCEPTS = (
+        {"convert", "currency", "exchange", "into"},
+        {"history", "historical", "past", "old"},
+        {"yen", "dollars", "dollar", "euro"},
+    )
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[int]]:
+        self.calls.append(list(texts))
+        words = [re.findall(r"[a-z]+", text.lower()) for text in texts]
+        return [[sum(w in concept for w in ws) for concept in self.CONCEPTS] for ws in words]
+
+
+def money_tools() -> list[Tool]:
+    amount = {"type": "number", "description": "How much, e.g. 100 dollars or yen."}
+    return [
+        Tool.from_schema(
+            "currency_convert",
+            "Convert an amount from one currency to another.",
+            {"type": "object", "properties": {"amount": amount}},
+        ),
+        Tool.from_schema(
+            "dollar_history",
+            "History of the dollar against the yen: past events, historical records, old history.",
+            {"type": "object"},
+        ),
+        Tool.from_schema("send_email", "Send an email message.", {"type": "object"}),
+    ]
+
+
+def test_an_embedding_function_reranks_by_meaning() -> None:
+    tools = money_tools()
+    query = "Exchange 5000 yen into dollars"
+    # By words alone, the history tool shares more of them (in its description, not a parameter's).
+    assert [h.tool.name for h in ToolIndex(tools).search(query, 3)] == ["dollar_history", "currency_convert"]
+    embed = FakeEmbedder()
+    index = ToolIndex(tools, embed=embed)
+    assert len(embed.calls) == 1 and len(embed.calls[0]) == 3  # every tool's text, once
+    assert embed.calls[0][0].startswith("currency convert Convert an amount")  # name words, description, ...
+    hits = index.search(query, 3)
+    assert [h.tool.name for h in hits] == ["currency_convert", "dollar_history"]  # still only word matches
+    assert hits[0].score > hits[1].score
+    assert embed.calls[1:] == [[query]]  # one call per search
+    assert index.search("zebra quantum", 3) == []
+
+
+def test_a_question_of_several_sentences_embeds_each() -> None:
+    embed = FakeEmbedder()
+    index = ToolIndex(money_tools(), embed=embed)
+    query = "Exchange 5000 yen into dollars at the currency rate. Then send an email to Bob."
+    top = [h.tool.name for h in index.search(query, 3)]
+    assert top == ["currency_convert", "send_email", "dollar_history"]
+    # Each sentence that gets a place, once, strongest first; the whole question's vector is their mean.
+    assert embed.calls[1:] == [
+        ["Then send an email to Bob.", "Exchange 5000 yen into dollars at the currency rate."]
+    ]
+    # A sentence too weak to get a place (beside a mail sentence of four matching words) is not embedded;
+    # with one sentence left, the whole question is embedded too.
+    embed.calls.clear()
+    query = "Exchange 5000 yen into dollars. Then send an email message to Bob."
+    index.search(query, 3)
+    assert embed.calls == [[query, "Then send an email message to Bob."]]
+
+
+def test_an_embedding_function_must_return_one_vector_per_text() -> None:
+    with pytest.raises(ValueError, match="one vector for each of 3 texts"):
+        ToolIndex(money_tools(), embed=lambda texts: [[1.0, 0.0]])
+    index = ToolIndex(money_tools(), embed=lambda texts: [[1.0, 0.0] for _ in texts])
+    assert index.search("yen", 1)  # zero or equal vectors: the BM25 order stands
+    embed = FakeEmbedder()
+    assert ToolIndex([], embed=embed).search("yen", 1) == [] and embed.calls == []
+
+
+def test_an_embedding_function_needs_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if numpy were not installed
+    with pytest.raises(ImportError, match="needs numpy"):
+        ToolIndex(money_tools(), engine="fts5", embed=FakeEmbedder())
+
+
 def test_import_toolrun_does_not_import_sqlite() -> None:
     code = "import sys, toolrun; print('sqlite3' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -250,6 +337,43 @@ FLOORS = {
 """Just below what bench/search.py measured, over 696 (question, gold) pairs: bm25s recall@5 89.9 %
 (held-out half 90.6 %, `multiple` 94.5 %, `parallel_multiple` 88.1 %), recall@1 47.7 %; FTS5 90.1 % (91.8 %,
 95.5 %, 87.9 %), 46.1 %; the plain BM25 baseline over the same docs: 77.6 % (80.0 % held out) and 44.3 %."""
+
+
+def test_the_bench_static_embedder_averages_token_vectors() -> None:
+    """bench/search.py's `StaticEmbedder`, on a fake model2vec model (no model needed)."""
+    np = pytest.importorskip("numpy")
+    bench = load_bench()
+    vocabulary = {"[UNK]": 0, "yen": 1, "dollar": 2, "##s": 3, "-": 4}
+
+    class Encoding:
+        def __init__(self, word: str) -> None:
+            if word.endswith("s") and word[:-1] in vocabulary:
+                self.ids = [vocabulary[word[:-1]], vocabulary["##s"]]
+            else:
+                self.ids = [vocabulary.get(word, 0)]
+
+    class Tokenizer:
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def get_vocab(self) -> dict[str, int]:
+            return vocabulary
+
+        def encode_batch_fast(self, words: list[str], add_special_tokens: bool) -> list[Encoding]:
+            self.asked += words
+            return [Encoding(w) for w in words]
+
+    class Model:
+        embedding = np.array([[9.0, 9], [1, 0], [0, 1], [0, 3], [5, 5]], dtype=np.float16)
+        tokenizer = Tokenizer()
+        unk_token_id = 0
+
+    embed = bench.StaticEmbedder(Model())
+    vectors = embed(["Yen-dollars", "zebra", ""])  # unknown words and empty texts: zero vectors
+    assert vectors.tolist() == [[1.5, 2.25], [0.0, 0.0], [0.0, 0.0]]  # (1,0) + (5,5) + (0,1) + (0,3), / 4
+    assert sorted(Model.tokenizer.asked) == ["dollars", "zebra"]  # "yen" and "-" are vocabulary words
+    assert embed(["zebra yen"]).tolist() == [[1.0, 0.0]]
+    assert sorted(Model.tokenizer.asked) == ["dollars", "zebra", "zebra"]  # not in the vocabulary: each time
 
 
 @pytest.mark.slow

@@ -26,6 +26,13 @@ Two engines rank, the same way up to their stemmers and BM25 variants:
 
 ``ToolIndex(tools)`` uses bm25s when it is installed, FTS5 otherwise.
 
+``ToolIndex(tools, embed=model.encode)`` also re-ranks BM25's first `RERANK_POOL` documents of each ranking
+by meaning: `embed` is any text-embedding function (a list of texts in, one vector per text out, such as
+`model2vec`'s `StaticModel.encode`); toolrun ships and downloads no model. A document's score becomes its
+BM25 score as a share of the pool's best plus `EMBED_WEIGHT` × (its cosine similarity to the query − the
+pool's best cosine). A question of several sentences embeds each sentence that gets a place, and the mean
+of their vectors stands for the whole question when there are two or more. It needs numpy.
+
 Neither is imported by `import toolrun`: the engine loads when the first index is built.
 """
 
@@ -33,7 +40,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -45,9 +52,11 @@ if TYPE_CHECKING:
 
     from toolrun.tools import Tool
 
-__all__ = ["Engine", "SearchHit", "ToolIndex", "query_terms", "split_name"]
+__all__ = ["Embed", "Engine", "SearchHit", "ToolIndex", "query_terms", "split_name"]
 
 Engine = Literal["auto", "bm25s", "fts5"]
+Embed = Callable[[Sequence[str]], Any]
+"""A text-embedding function: a list of texts in, an array-like of one vector per text out (n × dim)."""
 
 NAME_WEIGHT = 2.0
 DESCRIPTION_WEIGHT = 1.0
@@ -60,6 +69,10 @@ MAX_TERMS = 32
 WEAK_SENTENCE = 0.3
 """A sentence whose best tool scores below this share of the best sentence's best tool gets no place of its
 own in the results ("Can you help me with a few things?" asks for no tool)."""
+RERANK_POOL = 20
+"""With `embed`: how many of each ranking's best BM25 documents are re-ranked by meaning."""
+EMBED_WEIGHT = 1.0
+"""With `embed`: the weight of the cosine similarity beside the BM25 score (as a share of the pool's best)."""
 _MAX_SCHEMA_DEPTH = 4
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -225,17 +238,19 @@ class _Bm25s:
         np = self._np
         with self._lock:
             stemmed = [set(self._stemmer.stemWords(terms)) for terms in queries]
-        positions, values = [], []
+        positions, values, offsets = [], [], []
         for q, stems in enumerate(stemmed):
             for stem in stems:
                 row = self._rows.get(stem)
                 if row is not None:
-                    positions.append(row[0] + q * self._n)
+                    positions.append(row[0])
                     values.append(row[1])
+                    offsets.append(q * self._n)
         if not positions:
             return [[] for _ in queries]
+        shift = np.repeat(np.array(offsets, dtype=np.int64), [len(p) for p in positions])
         size = len(queries) * self._n
-        matrix = np.bincount(np.concatenate(positions), np.concatenate(values), size).reshape(
+        matrix = np.bincount(np.concatenate(positions) + shift, np.concatenate(values), size).reshape(
             len(queries), -1
         )
         limit = min(limit, self._n)
@@ -243,11 +258,14 @@ class _Bm25s:
             top = np.argpartition(-matrix, limit - 1, axis=1)[:, :limit]
         else:
             top = np.broadcast_to(np.arange(self._n), (len(queries), self._n))
-        out = []
-        for row, candidates in zip(matrix, top, strict=True):
-            order = candidates[np.argsort(-row[candidates], kind="stable")]
-            out.append([(int(i), float(row[i])) for i in order if row[i] > 0])
-        return out
+        scores = np.take_along_axis(matrix, top, axis=1)
+        order = np.argsort(-scores, axis=1, kind="stable")
+        positions = np.take_along_axis(top, order, axis=1).tolist()
+        ranked = np.take_along_axis(scores, order, axis=1).tolist()
+        return [
+            [(i, score) for i, score in zip(row_positions, row_scores, strict=True) if score > 0]
+            for row_positions, row_scores in zip(positions, ranked, strict=True)
+        ]
 
     def close(self) -> None:
         self._rows = {}
@@ -272,14 +290,29 @@ class ToolIndex:
             returns the best-matching one of each name.
         engine: ``"bm25s"`` (needs the ``search`` extra), ``"fts5"``, or ``"auto"``: bm25s when it is
             installed.
+        embed: A text-embedding function (texts in, one vector per text out, e.g. `model2vec`'s
+            `StaticModel.encode`): each ranking's best BM25 documents are then re-ranked by their cosine
+            similarity to the query too (see the module docstring). Called once here on every tool's
+            text, then once per search on the query and its sentences. Needs numpy.
     """
 
-    def __init__(self, tools: Iterable[Tool], *, engine: Engine = "auto") -> None:
+    def __init__(self, tools: Iterable[Tool], *, engine: Engine = "auto", embed: Embed | None = None) -> None:
         self.tools: list[Tool] = list(tools)
         self.engine: str = _engine(engine)
         self._unique = len({t.name for t in self.tools}) == len(self.tools)
         self._ranker: _Ranker | None = None
         self._closed = False
+        self._embed = embed
+        self._vectors: npt.NDArray[np.float32] | None = None
+        if embed is not None:
+            try:
+                import numpy  # noqa: F401
+            except ImportError as exc:
+                raise ImportError(
+                    "ToolIndex(embed=...) needs numpy: pip install numpy (or 'toolrun[search]')."
+                ) from exc
+        if embed is not None and self.tools:
+            self._vectors = _unit_rows(embed([" ".join(_fields(t)) for t in self.tools]), len(self.tools))
         if self.engine == "bm25s":
             if self.tools:
                 self._ranker = _Bm25s(self.tools)
@@ -300,6 +333,9 @@ class ToolIndex:
         then the sentences', best-matching sentence first — so that every request gets its best tools near
         the top instead of the longest one taking them all. A sentence that matches far worse than the best
         one (`WEAK_SENTENCE`) is left to the whole query's list.
+
+        With `embed`, each list is re-ranked by meaning first (its hits' scores are then the mixed
+        scores); sentences are still compared by their best BM25 score.
         """
         if k < 1:
             raise ValueError("k must be at least 1.")
@@ -307,20 +343,70 @@ class ToolIndex:
             raise RuntimeError("This ToolIndex is closed: build a new one to search.")
         if self._ranker is None:
             return []
-        sentences = [query_terms(s) for s in _SENTENCES.split(query)]
+        texts = _SENTENCES.split(query)
+        sentences = [query_terms(s) for s in texts]
         whole = list(dict.fromkeys(t for terms in sentences for t in terms))[:MAX_TERMS]
         if not whole:
             return []
-        asks = [terms for terms in sentences if len(terms) >= 2][:MAX_SENTENCES]
+        asks = [(terms, text) for terms, text in zip(sentences, texts, strict=True) if len(terms) >= 2]
+        asks = asks[:MAX_SENTENCES]
         if len(asks) < 2:
             asks = []
         limit = k if self._unique else 4 * k + 8  # room for repeated names, dropped below
-        ranked = [self._hits(rows, k) for rows in self._ranker.rank([whole, *asks], limit)]
-        lists = sorted((hits for hits in ranked[1:] if hits), key=lambda hits: -hits[0].score)
-        if not lists:
-            return ranked[0]
-        best = lists[0][0].score
-        return _interleave([ranked[0], *(h for h in lists if h[0].score >= WEAK_SENTENCE * best)], k)
+        if self._vectors is not None:
+            limit = max(limit, RERANK_POOL)
+        rankings = self._ranker.rank([whole, *(terms for terms, _ in asks)], limit)
+        # The sentences that get a place: best BM25 score (rows come best first) not under WEAK_SENTENCE of
+        # the best sentence's, strongest first.
+        best = max((rows[0][1] for rows in rankings[1:] if rows), default=0.0)
+        kept = sorted(
+            (
+                (rows[0][1], rows, text)
+                for rows, (_, text) in zip(rankings[1:], asks, strict=True)
+                if rows and rows[0][1] >= WEAK_SENTENCE * best
+            ),
+            key=lambda sentence: -sentence[0],
+        )
+        lists = [rankings[0], *(rows for _, rows, _ in kept)]
+        if self._vectors is not None:
+            lists = self._rerank(lists, query, [text for _, _, text in kept])
+        if len(lists) == 1:
+            return self._hits(lists[0], k)
+        return _interleave([self._hits(rows, k) for rows in lists], k)
+
+    def _rerank(
+        self, rankings: list[list[tuple[int, float]]], query: str, asks: list[str]
+    ) -> list[list[tuple[int, float]]]:
+        """Each ranking (the whole query's, then its sentences', `asks`) of its first `RERANK_POOL`
+        documents re-ranked by BM25 share + weighted cosine."""
+        assert self._embed is not None and self._vectors is not None
+        import numpy as np
+
+        if len(asks) >= 2:  # the whole question's vector: the mean of its sentences' (each embedded once)
+            sentences = _unit_rows(self._embed(asks), len(asks))
+            queries = _unit_rows(np.vstack([sentences.mean(axis=0), sentences]), len(asks) + 1)
+        else:
+            queries = _unit_rows(self._embed([query, *asks]), len(asks) + 1)
+        pools = [rows[:RERANK_POOL] for rows in rankings]
+        sizes = [len(pool) for pool in pools]
+        width = max(sizes)
+        if width == 0:
+            return pools
+        positions = np.zeros((len(pools), width), dtype=np.int64)
+        scores = np.zeros((len(pools), width))
+        for row, pool in enumerate(pools):
+            positions[row, : sizes[row]] = [position for position, _ in pool]
+            scores[row, : sizes[row]] = [score for _, score in pool]
+        padding = np.arange(width) >= np.array(sizes)[:, None]
+        cosines = np.einsum("rwd,rd->rw", self._vectors[positions], queries).astype(np.float64)
+        cosines[padding] = -2.0  # below any cosine: never the best one
+        shares = scores / np.maximum(scores.max(axis=1, keepdims=True), 1e-300)
+        mixed = shares + EMBED_WEIGHT * (cosines - cosines.max(axis=1, keepdims=True))
+        order = np.argsort(-mixed, axis=1, kind="stable")
+        return [
+            [(int(positions[row, j]), float(mixed[row, j])) for j in order[row, : sizes[row]]]
+            for row in range(len(pools))
+        ]
 
     def _hits(self, rows: list[tuple[int, float]], k: int) -> list[SearchHit]:
         hits: list[SearchHit] = []
@@ -342,6 +428,19 @@ class ToolIndex:
 
     def __repr__(self) -> str:
         return f"<ToolIndex {len(self.tools)} tools, {self.engine}>"
+
+
+def _unit_rows(vectors: Any, n: int) -> npt.NDArray[np.float32]:
+    """An embedding function's output as a float32 matrix of unit rows (zero rows stay zero)."""
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != n:
+        raise ValueError(
+            f"embed returned an array of shape {matrix.shape}, not one vector for each of {n} texts."
+        )
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
 def _interleave(lists: list[list[SearchHit]], k: int) -> list[SearchHit]:
