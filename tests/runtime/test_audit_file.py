@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolrun import ToolCall, ToolContext, ToolError, ToolExecutor, ToolRegistry, tool
-from toolrun.runtime import AuditRecord, JSONLinesAuditSink
+from toolrun.runtime import AuditRecord, JSONLinesAuditSink, _audit_file
 
 CANARY = "canary-7f3a9c-secret"
 
@@ -144,6 +145,29 @@ def test_the_writer_is_woken_once_per_batch_not_on_every_write_after_it(tmp_path
         assert sets == [4]
         sink.flush()
         assert sink.written == 10
+
+
+async def test_on_an_event_loop_a_full_batch_is_encoded_by_the_loop_and_written_by_the_thread(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.jsonl"
+    with JSONLinesAuditSink(path, batch=3, flush_interval=60) as sink:
+        encoded_in: list[str] = []
+        real_encode = _audit_file._encode
+
+        def spy(records: list[AuditRecord]) -> bytes:
+            encoded_in.append(threading.current_thread().name)
+            return real_encode(records)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_audit_file, "_encode", spy)
+            for i in range(3):
+                sink.write(_record(f"c{i}"))
+            assert len(sink._queue) == 3  # nothing on the call path itself
+            await asyncio.sleep(0)  # the loop runs the scheduled encoding between tasks
+            assert not sink._queue and encoded_in == [threading.current_thread().name]
+            await _until(lambda: sink.written == 3)
+        assert [json.loads(x)["call_id"] for x in path.read_text().splitlines()] == ["c0", "c1", "c2"]
 
 
 async def test_the_interval_writes_a_batch_that_never_fills(tmp_path: Path) -> None:
