@@ -132,7 +132,8 @@ _ENCODER = json.JSONEncoder(
 def canonical_json(value: Any) -> bytes:
     """Canonical UTF-8 JSON of `value`: object keys sorted at every level, no whitespace.
 
-    Pydantic models, dataclasses, datetimes, sets and the like are first made JSON-safe. Lone
+    Dataclasses, datetimes, UUIDs, enums and sets (sorted) are encoded by msgspec as it does natively;
+    pydantic models and other objects are first made JSON-safe by pydantic-core. Lone
     surrogates (valid in a Python `str`) are kept as they are (`surrogatepass`), so every string hashes.
     A value that cannot be expressed as JSON falls back to `repr()` of the odd parts, which may differ
     between processes (an approval over such arguments then fails closed). If even that fails, the
