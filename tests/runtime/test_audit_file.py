@@ -170,6 +170,30 @@ async def test_on_an_event_loop_a_full_batch_is_encoded_by_the_loop_and_written_
         assert [json.loads(x)["call_id"] for x in path.read_text().splitlines()] == ["c0", "c1", "c2"]
 
 
+async def test_records_that_cannot_be_encoded_are_counted_and_logged_and_the_sink_keeps_working(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "a.jsonl"
+    with JSONLinesAuditSink(path, batch=2, flush_interval=60) as sink:
+
+        def broken(records: list[AuditRecord]) -> bytes:
+            raise RecursionError("no way to encode these")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(_audit_file, "_encode", broken)
+            sink.write(_record("c0"))
+            sink.write(_record("c1"))  # a full batch: encoded on the loop, where it fails
+            await asyncio.sleep(0)
+            assert sink.failed == 2 and not sink._queue
+            sink.write(_record("c2"))
+            sink.flush()  # the writer path fails the same way, and does not raise
+            assert sink.failed == 3
+        sink.write(_record("c3"))
+        sink.flush()
+    assert sink.written == 1 and [json.loads(x)["call_id"] for x in path.read_text().splitlines()] == ["c3"]
+    assert sum("Encoding 2 audit records failed" in r.getMessage() for r in caplog.records) == 1
+
+
 async def test_the_interval_writes_a_batch_that_never_fills(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     with JSONLinesAuditSink(path, batch=1000, flush_interval=0.02) as sink:

@@ -161,22 +161,27 @@ class JSONLinesAuditSink:
             self._write_out()
 
     def _encode_full_batch(self) -> None:
-        try:
-            self._encode_waiting()
-        finally:
-            if self._thread is None:  # closed meanwhile: nobody else would write the chunk
-                self._write_out()
-            else:
-                self._wake.set()
+        self._encode_waiting()
+        if self._thread is None:  # closed meanwhile: nobody else would write the chunk
+            self._write_out()
+        else:
+            self._wake.set()
 
     def _encode_waiting(self) -> None:
         """Move every queued record into one encoded chunk (in queue order)."""
         with self._encode_lock:
             queue = self._queue
             n = len(queue)
-            if n:
-                records = [queue.popleft() for _ in range(n)]  # appends meanwhile stay queued, in order
+            if not n:
+                return
+            records = [queue.popleft() for _ in range(n)]  # appends meanwhile stay queued, in order
+            try:
                 self._chunks.append((n, _encode(records)))
+            except Exception as exc:  # not even record by record: count and log them, keep going
+                self.failed += n
+                from toolrun.runtime._logging import log_exception
+
+                log_exception(_logger, "Encoding %d audit records failed", exc, n)
 
     def _write_out(self) -> None:
         with self._io_lock:
