@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,11 +148,16 @@ def test_the_writer_is_woken_once_per_batch_not_on_every_write_after_it(tmp_path
         assert sink.written == 10
 
 
-async def test_on_an_event_loop_a_full_batch_is_encoded_by_the_loop_and_written_by_the_thread(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "a.jsonl"
-    with JSONLinesAuditSink(path, batch=3, flush_interval=60) as sink:
+async def test_on_an_event_loop_a_full_batch_is_encoded_by_the_loop_and_written_by_the_thread() -> None:
+    class Recording(io.BytesIO):
+        write_threads: list[str] = []
+
+        def write(self, data: Any) -> int:
+            self.write_threads.append(threading.current_thread().name)
+            return super().write(data)
+
+    stream = Recording()
+    with JSONLinesAuditSink(stream, batch=3, flush_interval=60) as sink:
         encoded_in: list[str] = []
         real_encode = _audit_file._encode
 
@@ -167,7 +173,9 @@ async def test_on_an_event_loop_a_full_batch_is_encoded_by_the_loop_and_written_
             await asyncio.sleep(0)  # the loop runs the scheduled encoding between tasks
             assert not sink._queue and encoded_in == [threading.current_thread().name]
             await _until(lambda: sink.written == 3)
-        assert [json.loads(x)["call_id"] for x in path.read_text().splitlines()] == ["c0", "c1", "c2"]
+        lines = stream.getvalue().splitlines()
+    assert [json.loads(x)["call_id"] for x in lines] == ["c0", "c1", "c2"]
+    assert stream.write_threads == ["toolrun-audit-writer"]  # the loop never waits for the disk
 
 
 async def test_records_that_cannot_be_encoded_are_counted_and_logged_and_the_sink_keeps_working(
@@ -218,7 +226,9 @@ def test_hostile_ids_cannot_split_or_forge_lines() -> None:
     assert (records[2]["code"], records[2]["error_id"]) == ("XXX", "err_1")
 
 
-def test_a_record_after_close_is_written_at_once_or_counted_as_failed(tmp_path: Path) -> None:
+def test_a_record_after_close_is_written_at_once_or_counted_as_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     stream = io.StringIO()
     sink = JSONLinesAuditSink(stream, batch=50)
     sink.close()
@@ -228,6 +238,9 @@ def test_a_record_after_close_is_written_at_once_or_counted_as_failed(tmp_path: 
     owned.close()
     owned.write(_record("too late"))  # the sink's own file is closed: counted and logged, never raised
     assert (owned.written, owned.failed) == (0, 1)
+    assert [r.getMessage() for r in caplog.records if "audit records" in r.getMessage()] == [
+        "Writing 1 audit records failed"
+    ]
     with pytest.raises(ValueError, match="flush_interval"):
         JSONLinesAuditSink(stream, flush_interval=0)
 
