@@ -63,3 +63,18 @@ def test_render_of_scalars_is_their_compact_json() -> None:
     for value in (3, 0, -(10**30), True, False, None, 1.5, "text", Named("sub"), [1, True, None]):
         expected = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
         assert ToolResult.ok(value).render() == expected, value
+
+
+def test_an_instances_error_is_a_plain_attribute_and_the_class_attribute_the_constructor() -> None:
+    # `error` is a non-data descriptor: on an instance the field in `__dict__` wins without a Python call
+    # (the executor reads it on every call), on the class it is the `ToolResult.error(...)` constructor.
+    descriptor = vars(ToolResult)["error"]
+    assert not hasattr(type(descriptor), "__set__")
+    failed = ToolResult.error("INVALID_ARGUMENTS", "bad")
+    assert failed.error is not None and failed.error.code == "INVALID_ARGUMENTS"
+    ok = ToolResult.ok(1)
+    assert ok.error is None
+    ok.error = failed.error
+    assert ok.error is failed.error and vars(ok)["error"] is failed.error
+    bare = object.__new__(ToolResult)  # no fields set: still reads as None
+    assert bare.error is None

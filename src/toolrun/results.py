@@ -233,15 +233,16 @@ class ToolResult:
 
 class _ErrorAttribute:
     """`ToolResult.error` is two things by contract: on the class, the constructor
-    `ToolResult.error(code, message, ...)`; on an instance, the `ToolError` field."""
+    `ToolResult.error(code, message, ...)`; on an instance, the `ToolError` field.
+
+    A non-data descriptor (no `__set__`): an instance's own `error` (in its `__dict__`, where `__init__`
+    and assignments put it) is found first, by a plain dict lookup, without calling `__get__`.
+    """
 
     def __get__(self, obj: ToolResult | None, owner: type[ToolResult]) -> Any:
         if obj is None:
             return owner.error_result
         return obj.__dict__.get("error")
-
-    def __set__(self, obj: ToolResult, value: ToolError | None) -> None:
-        obj.__dict__["error"] = value
 
 
 ToolResult.error = _ErrorAttribute()  # type: ignore[assignment]
