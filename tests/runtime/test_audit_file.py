@@ -136,25 +136,26 @@ async def test_write_only_queues_and_the_writer_thread_writes_full_batches(tmp_p
 
 
 def test_the_writer_is_woken_once_per_batch_not_on_every_write_after_it(tmp_path: Path) -> None:
-    # Until the woken thread gets the GIL, calls keep coming: each one paying Event.set() cost more
-    # than the record (bench/executor.py: 8,040 sets for 20,000 calls before the fix).
+    # Before, every write after a full batch woke the thread again until it got the GIL, each Event.set()
+    # costing more than the record (bench/executor.py: 8,040 wake-ups for 20,000 calls).
     with JSONLinesAuditSink(tmp_path / "a.jsonl", batch=4, flush_interval=60) as sink:
         sets: list[int] = []
 
         class Wake:
             def set(self) -> None:
-                sets.append(len(sink._queue))
+                sets.append(len(sink._chunks))
 
         real, sink._wake = sink._wake, Wake()  # type: ignore[assignment]  # the thread waits on `real`
         for i in range(10):
             sink.write(_record(f"c{i}"))
         sink._wake = real
-        assert sets == [4]
+        assert sets == [1, 2]  # one wake-up per full batch, each with its batch already encoded
+        assert len(sink._queue) == 2  # the rest waits for the next batch, the interval or flush()
         sink.flush()
         assert sink.written == 10
 
 
-async def test_on_an_event_loop_a_full_batch_is_encoded_by_the_loop_and_written_by_the_thread() -> None:
+async def test_a_full_batch_is_encoded_by_the_caller_and_written_by_the_thread() -> None:
     class Recording(io.BytesIO):
         write_threads: list[str] = []
 
@@ -173,15 +174,15 @@ async def test_on_an_event_loop_a_full_batch_is_encoded_by_the_loop_and_written_
 
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(_audit_file, "_encode", spy)
-            for i in range(3):
+            for i in range(2):
                 sink.write(_record(f"c{i}"))
-            assert len(sink._queue) == 3  # nothing on the call path itself
-            await asyncio.sleep(0)  # the loop runs the scheduled encoding between tasks
+            assert len(sink._queue) == 2 and encoded_in == []  # nothing but queueing until a batch is full
+            sink.write(_record("c2"))  # fills the batch: encoded at once, here, even if the loop never runs
             assert not sink._queue and encoded_in == [threading.current_thread().name]
             await _until(lambda: sink.written == 3)
         lines = stream.getvalue().splitlines()
     assert [json.loads(x)["call_id"] for x in lines] == ["c0", "c1", "c2"]
-    assert stream.write_threads == ["toolrun-audit-writer"]  # the loop never waits for the disk
+    assert stream.write_threads == ["toolrun-audit-writer"]  # the caller never waits for the disk
 
 
 async def test_records_that_cannot_be_encoded_are_counted_and_logged_and_the_sink_keeps_working(
@@ -196,8 +197,7 @@ async def test_records_that_cannot_be_encoded_are_counted_and_logged_and_the_sin
         with monkeypatch.context() as patch:
             patch.setattr(_audit_file, "_encode", broken)
             sink.write(_record("c0"))
-            sink.write(_record("c1"))  # a full batch: encoded on the loop, where it fails
-            await asyncio.sleep(0)
+            sink.write(_record("c1"))  # a full batch: encoded by this write, where it fails
             assert sink.failed == 2 and not sink._queue
             sink.write(_record("c2"))
             sink.flush()  # the writer path fails the same way, and does not raise

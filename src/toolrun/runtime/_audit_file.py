@@ -5,9 +5,10 @@ more than the whole rest of the executor. This sink does almost nothing on the c
 appends the record (content-free by construction: see `AuditRecord`) to a queue. What is queued is
 encoded in one go (one msgspec call) and appended to the file with one `write` by a writer thread:
 
-* as soon as `batch` records are waiting (encoded by the event loop's thread between two of its tasks, when
-  `write()` runs in one: the records are still in its CPU cache, and the writer thread only needs the GIL
-  for the system call; measured, this costs about half the CPU of encoding in the writer thread),
+* as soon as `batch` records are waiting (the `write()` that fills a batch encodes it, in the caller's
+  thread: one C call, ≈75 µs for 256 records, while they are still in that CPU's cache; the writer thread
+  is woken once and only makes the system call — encoding there cost more CPU, in GIL hand-overs and
+  cross-core traffic),
 * every `flush_interval` seconds (so a quiet service still writes within that time),
 * on `flush()` and `close()` (both return once everything queued before them is written),
 * at interpreter exit, for sinks still open.
@@ -19,7 +20,6 @@ file before the call returns (then `write()` writes at once, in the caller's thr
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import collections
 import io
@@ -118,11 +118,9 @@ class JSONLinesAuditSink:
         if waiting >= self._batch:
             if self._thread is None:
                 self._write_out()
-            elif waiting == self._batch:  # once per batch: until it is encoded, more calls come here
-                try:
-                    asyncio.get_running_loop().call_soon(self._encode_full_batch)
-                except RuntimeError:  # no event loop in this thread: the writer thread encodes it
-                    self._wake.set()
+            else:  # encode here (one C call, ≈0.3 µs a record), write in the writer thread
+                self._encode_waiting()
+                self._wake.set()
 
     def flush(self) -> None:
         """Write every record queued so far, and flush the stream; returns when they are written."""
@@ -159,13 +157,6 @@ class JSONLinesAuditSink:
             wake.wait(interval)
             wake.clear()
             self._write_out()
-
-    def _encode_full_batch(self) -> None:
-        self._encode_waiting()
-        if self._thread is None:  # closed meanwhile: nobody else would write the chunk
-            self._write_out()
-        else:
-            self._wake.set()
 
     def _encode_waiting(self) -> None:
         """Move every queued record into one encoded chunk (in queue order)."""
