@@ -103,7 +103,7 @@ class JSONLinesAuditSink:
         self.written = 0
         """Records written so far."""
         self.failed = 0
-        """Records that could not be written (the stream raised); each failure is logged."""
+        """Records that could not be encoded or written (the stream raised); each failure is logged."""
         self._thread: threading.Thread | None = None
         if batch > 1:
             self._thread = threading.Thread(target=self._run, name="toolrun-audit-writer", daemon=True)
