@@ -109,17 +109,10 @@ async def serve_streams(
         except anyio.ClosedResourceError:
             pass
         stream: _Prepended[SessionMessage | Exception] = _Prepended(lead, read_stream)
+        serve = _serve_handshake_era
         if opening is not None and opening.method != "initialize" and _has_modern_envelope(opening.params):
-            await serve_dual_era_loop(
-                server,
-                stream,
-                write_stream,
-                lifespan_state=lifespan_state,
-                init_options=init_options,
-                raise_exceptions=raise_exceptions,
-            )
-            return
-        await _serve_handshake_era(
+            serve = serve_dual_era_loop  # the 2026-07-28 era: the SDK's loop, whole
+        await serve(
             server,
             stream,
             write_stream,
