@@ -331,14 +331,12 @@ async def test_no_spans_without_an_sdk_provider(make_executor: Any) -> None:
     assert (await ex.execute(call("add", {"a": 1, "b": 2}))).value == 3
 
 
-async def test_events_built_without_init_equal_the_dataclass_built_ones(make_executor: Any) -> None:
-    """The executor sets ToolStarted/ToolFinished slots one by one (no `__init__` frame on the hot path):
-    every field must be set, and a field added to either class must be added there too."""
-    import dataclasses
-
+async def test_events_built_positionally_have_every_field_in_place(make_executor: Any) -> None:
+    """The executor builds ToolStarted/ToolFinished with positional arguments (one C call on the hot
+    path): the field order is pinned here, and a field added to either must be added there too."""
     started = ["call_id", "tool_name", "trace_id", "user_id"]
-    assert [f.name for f in dataclasses.fields(ToolStarted)] == started
-    assert [f.name for f in dataclasses.fields(ToolFinished)] == [
+    assert list(ToolStarted.__struct_fields__) == started
+    assert list(ToolFinished.__struct_fields__) == [
         "call_id",
         "tool_name",
         "trace_id",
@@ -359,7 +357,7 @@ async def test_events_built_without_init_equal_the_dataclass_built_ones(make_exe
     await ex.execute(call("boom", {}), ctx)
     assert len(rec.events) == 4
     for event in rec.events:
-        values = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}  # all set
+        values = {name: getattr(event, name) for name in event.__struct_fields__}  # all set
         assert type(event)(**values) == event
         assert repr(type(event)(**values)) == repr(event)
     assert [type(e) for e in rec.events] == [ToolStarted, ToolFinished, ToolStarted, ToolFinished]
@@ -367,3 +365,34 @@ async def test_events_built_without_init_equal_the_dataclass_built_ones(make_exe
     assert isinstance(ok, ToolFinished) and isinstance(failed, ToolFinished)
     assert (ok.outcome, ok.user_id, ok.trace_id, ok.attempts, ok.exception) == ("ok", "u1", "t1", 1, None)
     assert failed.outcome == "error" and isinstance(failed.exception, RuntimeError) and failed.error_id
+    assert (ok.call_id, ok.tool_name, ok.code, ok.cached, ok.error_id) == (
+        rec.events[0].call_id,
+        "add",
+        None,
+        False,
+        None,
+    )
+    assert (
+        ok.duration > 0 and failed.duration > 0 and failed.code == "EXECUTION_FAILED" and failed.attempts == 1
+    )
+    assert (failed.tool_name, failed.user_id, failed.trace_id, failed.cached) == ("boom", "u1", "t1", False)
+
+
+def test_events_compare_print_and_match_without_the_exception() -> None:
+    """Events are msgspec Structs; they behave as the dataclasses they replaced did."""
+    a = ToolFinished("c1", "t", outcome="error", code="X", exception=RuntimeError("secret in here"))
+    b = ToolFinished("c1", "t", outcome="error", code="X", exception=None)
+    assert a == b and a != ToolFinished("c1", "t", outcome="ok") and a != ToolStarted("c1", "t")
+    assert "secret" not in repr(a) and repr(a) == repr(b) and repr(a).startswith("ToolFinished(call_id='c1'")
+    assert (
+        a.to_dict() == b.to_dict()
+        and "exception" not in a.to_dict()
+        and a.to_dict()["event"] == "ToolFinished"
+    )
+    match a:
+        case ToolFinished(call_id, tool_name, outcome="error", code=code):
+            assert (call_id, tool_name, code) == ("c1", "t", "X")
+        case _:  # pragma: no cover
+            raise AssertionError("no match")
+    a.outcome = "ok"  # mutable, as before
+    assert a.outcome == "ok"

@@ -21,8 +21,9 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+
+import msgspec
 
 from toolrun.runtime._logging import log_exception
 
@@ -43,12 +44,13 @@ Outcome = Literal["ok", "error", "confirmation_required", "cancelled"]
 _logger = logging.getLogger("toolrun")
 
 
-# ToolEvent, ToolStarted and ToolFinished take positional arguments too (a 10-field positional call is about
-# three times cheaper than keywords). The executor, which builds two per call on its hot path, skips even
-# that: `object.__new__` and one slot assignment per field. A field added to ToolStarted or ToolFinished must
-# be set there too (tests/runtime/test_observe.py pins the field lists).
-@dataclass(slots=True)
-class ToolEvent:
+# Events are `msgspec.Struct`s: the executor builds two per call on its hot path, and a Struct's C
+# `__init__` with positional arguments costs a fraction of setting a dataclass's slots one by one. They
+# behave as the dataclasses they replaced did (keywords or positions, attributes, `==`, `match`), except
+# for `dataclasses.fields()`/`asdict()`: use `to_dict()`. The executor builds ToolStarted and ToolFinished
+# positionally: a field added to either must be added there too (tests/runtime/test_observe.py pins the
+# field lists).
+class ToolEvent(msgspec.Struct):
     """Base of every executor event."""
 
     call_id: str
@@ -63,18 +65,16 @@ class ToolEvent:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe fields, plus `"event"`: the class name."""
         out: dict[str, Any] = {"event": type(self).__name__}
-        for f in fields(self):
-            if f.repr:
-                out[f.name] = getattr(self, f.name)
+        for name in self.__struct_fields__:
+            if name != "exception":
+                out[name] = getattr(self, name)
         return out
 
 
-@dataclass(slots=True)
 class ToolStarted(ToolEvent):
     """The executor took the call (before lookup; paired with exactly one `ToolFinished`)."""
 
 
-@dataclass(slots=True)
 class ToolFinished(ToolEvent):
     """The call ended: with a result, or cancelled by the caller."""
 
@@ -90,12 +90,23 @@ class ToolFinished(ToolEvent):
     """Served from the result cache."""
     error_id: str | None = None
     """For `EXECUTION_FAILED` (and other internal failures): the id that ties the result to the logs."""
-    exception: BaseException | None = field(default=None, repr=False, compare=False)
-    """The unexpected exception behind an `EXECUTION_FAILED`, for in-process error reporting only."""
+    exception: BaseException | None = None
+    """The unexpected exception behind an `EXECUTION_FAILED`, for in-process error reporting only (left
+    out of `repr()`, `==` and `to_dict()`: its message may hold user data)."""
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self.__struct_fields__ if name != "exception"
+        )
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
 
 
-@dataclass(kw_only=True, slots=True)
-class ToolRetrying(ToolEvent):
+class ToolRetrying(ToolEvent, kw_only=True):
     """An attempt failed with a retryable error; the next one starts after `delay` seconds."""
 
     attempt: int
@@ -106,8 +117,7 @@ class ToolRetrying(ToolEvent):
     """The failed attempt's error code."""
 
 
-@dataclass(kw_only=True, slots=True)
-class ConfirmationRequested(ToolEvent):
+class ConfirmationRequested(ToolEvent, kw_only=True):
     """A call was held back for a person's approval."""
 
     confirmation_id: str
@@ -115,8 +125,7 @@ class ConfirmationRequested(ToolEvent):
     """`time.time()` seconds."""
 
 
-@dataclass(kw_only=True, slots=True)
-class ConfirmationResolved(ToolEvent):
+class ConfirmationResolved(ToolEvent, kw_only=True):
     """A pending confirmation was decided or found unusable."""
 
     confirmation_id: str

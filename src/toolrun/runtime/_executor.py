@@ -65,7 +65,6 @@ __all__ = ["ToolExecutor"]
 _logger = logging.getLogger("toolrun")
 _perf = time.perf_counter
 _time = time.time
-_new_event = object.__new__
 _INFO = logging.INFO
 
 
@@ -507,12 +506,7 @@ class ToolExecutor:
         span = token = None
         if observing:
             if emitting:
-                started = _new_event(ToolStarted)  # slots set here, no __init__ frame (see _events)
-                started.call_id = call.id
-                started.tool_name = tool_name
-                started.trace_id = ctx.trace_id
-                started.user_id = ctx.user_id
-                bus.emit(started)
+                bus.emit(ToolStarted(call.id, tool_name, ctx.trace_id, ctx.user_id))  # positional: one C call
             if tracer is not None:
                 span, token = self._tracing.start(tracer, tool_name, call.id)
         inv: Invocation | None = None
@@ -558,19 +552,21 @@ class ToolExecutor:
             code = error.code
             error_id = error.details.get("error_id")
         if emitting:
-            finished = _new_event(ToolFinished)  # slots set here, no __init__ frame (see _events)
-            finished.call_id = call.id
-            finished.tool_name = tool_name
-            finished.trace_id = ctx.trace_id
-            finished.user_id = ctx.user_id
-            finished.outcome = result.status
-            finished.code = code
-            finished.duration = duration
-            finished.attempts = result.attempts
-            finished.cached = result.cached
-            finished.error_id = error_id
-            finished.exception = inv.exception if inv is not None else None
-            bus.emit(finished)
+            bus.emit(
+                ToolFinished(  # positional: one C call (see _events)
+                    call.id,
+                    tool_name,
+                    ctx.trace_id,
+                    ctx.user_id,
+                    result.status,
+                    code,
+                    duration,
+                    result.attempts,
+                    result.cached,
+                    error_id,
+                    inv.exception if inv is not None else None,
+                )
+            )
         if span is not None:
             self._tracing.finish(
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
