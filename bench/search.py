@@ -51,7 +51,16 @@ from typing import Any
 from toolrun import Tool, ToolRegistry
 from toolrun.search import Embed, Engine, ToolIndex, _parameters_text
 
-CORPUS = (Path(__file__).resolve().parents[1] / "../shared/corpora/bfcl").resolve()
+CORPUS = next(
+    (
+        d / "shared/corpora/bfcl"
+        for d in Path(__file__).resolve().parents
+        if (d / "shared/corpora/bfcl").is_dir()
+    ),
+    Path(__file__).resolve().parents[2] / "shared/corpora/bfcl",
+)
+"""The corpus: `shared/corpora/bfcl` in the nearest directory above that has one (the repository's parent, or
+a worktree's further up)."""
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 QUERY_CATEGORIES = ("multiple", "parallel_multiple")
 MODEL_DIR = (
