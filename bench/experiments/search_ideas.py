@@ -22,6 +22,9 @@ each idea.
 4. **Query-term frequency** (BM25's k3) for the whole question's terms.
 5. **Truncation**: each word's first n letters indexed as extra terms beside the stems, weighted α.
 6. **Clause splitting**: sentences also split at commas and/or "and" / "then".
+7. **Document expansion** (a relevance model per tool, Tao et al. 2006), on top of feedback: each tool's text
+   searched as a query, its M nearest tools of other names give its T heaviest stems it lacks, indexed as an
+   extra field of weight γ.
 
 The ranker here (`Lab`) is toolrun's, rebuilt from its parts so that each idea can change one of them; with
 no idea applied it reproduces `ToolIndex(engine="bm25s")` without feedback exactly (checked at the start).
@@ -513,6 +516,48 @@ def others(lab: Lab, tools: list[Tool], tune: Sequence[bench.Query], held: Seque
 
     best = pick(patterns, tune, with_pattern)
     show(f"split at {best!r}", tune, held, with_pattern(best))
+
+    print("7. document expansion, on top of feedback")
+    feedback_score = rm3(lab, 10, 5, 0.05)
+    indexed = [
+        [s for f, times in zip(fs, ts._REPEATS, strict=True) for s in stems(f) * times]
+        for fs in lab.fielded_words
+    ]
+    shares = [{s: c / len(words) for s, c in Counter(words).items()} for words in indexed]
+    neighbours = []
+    for i, words in enumerate(indexed):
+        scores = lab.combined.scores(set(words))
+        scores[[j for j in np.nonzero(scores)[0] if lab.names[j] == lab.names[i]]] = 0.0  # itself, its twins
+        neighbours.append([(int(j), float(scores[j])) for j in np.argsort(-scores)[:10] if scores[j] > 0])
+
+    def expansion(m: int, t: int) -> Sparse:
+        docs = []
+        for i, near in enumerate(neighbours):
+            model: Counter[str] = Counter()
+            for j, score in near[:m]:
+                for stem, share in shares[j].items():
+                    if stem not in shares[i]:
+                        model[stem] += score / sum(x for _, x in near[:m]) * share
+            docs.append([stem for stem, _ in model.most_common(t)])
+        return Sparse(docs, ts._K1, ts._B)
+
+    fields = {(m, t): expansion(m, t) for m in (3, 5, 10) for t in (5, 10, 20)}
+
+    def with_expansion(point: tuple[int, int, float]) -> Ranker:
+        m, t, gamma = point
+
+        def search(text: str) -> list[str]:
+            lab.score = lambda words: feedback_score(words) + gamma * fields[m, t].scores(set(stems(words)))
+            try:
+                return lab.search(text)
+            finally:
+                lab.score = lab.plain
+
+        return search
+
+    grid = [(m, t, gamma) for (m, t) in fields for gamma in (0.1, 0.2, 0.4)]
+    best = pick(grid, tune, with_expansion)
+    show(f"expansion {best} (M, T, γ)", tune, held, with_expansion(best))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
