@@ -18,11 +18,16 @@ Two engines rank, the same way up to their stemmers and BM25 variants:
 * ``"bm25s"`` (the ``search`` extra: ``pip install 'toolrun[search]'``): the `bm25s` library's BM25 index
   (Lucene variant) with the Snowball English stemmer of `PyStemmer`. A field weighs by how many times its
   words are indexed (`_REPEATS`), so a name word counts in the term frequency and in the length like
-  several words of a description. It scores every sentence of a question in one pass: well under a
+  several words of a description. Then pseudo-relevance feedback (RM3): the words that weigh most in a
+  query's `FEEDBACK_DOCS` best tools, and that the query lacks, are searched too, `FEEDBACK_TERMS` of them
+  with a small weight in all (`FEEDBACK_WEIGHT`), in the tools that share a word with the query: of the
+  tools that match "convert money", one that also speaks of currencies and exchange rates, as the best
+  matches do, moves up. It scores every sentence of a question in one pass, feedback included: well under a
   millisecond for a question of a page over a couple of thousand tools.
 * ``"fts5"``: SQLite's FTS5 full-text engine (in the standard library: no extra dependency) with its
-  `bm25()` column weights and the Porter stemmer. Its cost grows with the number of tools sharing a word
-  with the question: a few milliseconds for a long question over a couple of thousand tools.
+  `bm25()` column weights and the Porter stemmer, without feedback. Its cost grows with the number of
+  tools sharing a word with the question: a few milliseconds for a long question over a couple of thousand
+  tools.
 
 ``ToolIndex(tools)`` uses bm25s when it is installed, FTS5 otherwise.
 
@@ -73,6 +78,14 @@ RERANK_POOL = 20
 """With `embed`: how many of each ranking's best BM25 documents are re-ranked by meaning."""
 EMBED_WEIGHT = 1.0
 """With `embed`: the weight of the cosine similarity beside the BM25 score (as a share of the pool's best)."""
+FEEDBACK_DOCS = 10
+"""bm25s, pseudo-relevance feedback (RM3): how many of a ranking's best documents its expansion words come
+from (0: no feedback)."""
+FEEDBACK_TERMS = 5
+"""bm25s, pseudo-relevance feedback: how many expansion words a ranking's query gets."""
+FEEDBACK_WEIGHT = 0.05
+"""bm25s, pseudo-relevance feedback: the expansion words' total weight, as a share of the query's own (each
+of a query's stems weighs 1; together the expansion words weigh this × the number of stems)."""
 _MAX_SCHEMA_DEPTH = 4
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -139,8 +152,8 @@ _WEIGHTS = (NAME_WEIGHT, DESCRIPTION_WEIGHT, PARAMETERS_WEIGHT)
 _REPEATS = (4, 2, 1)
 """bm25s: how many times the name's, the description's and the parameters' words are indexed."""
 _K1, _B = 3.0, 0.9
-"""bm25s's BM25 parameters. These, `_REPEATS`, `WEAK_SENTENCE` and `MAX_SENTENCES` were chosen on one half
-of the BFCL questions and checked on the other (bench/search.py)."""
+"""bm25s's BM25 parameters. These, `_REPEATS`, `WEAK_SENTENCE`, `MAX_SENTENCES` and the `FEEDBACK_*`
+parameters were chosen on one half of the BFCL questions and checked on the other (bench/search.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +216,8 @@ class _Fts5:
 
 class _Bm25s:
     """bm25s: its index holds each stem's BM25 score in every tool (a sparse row per stem); a query's scores
-    are the sum of its stems' rows, as bm25s retrieves, here for every query of a question at once."""
+    are the sum of its stems' rows, as bm25s retrieves, here for every query of a question at once. Then
+    pseudo-relevance feedback (`_feedback`) adds the scores of a few expansion stems per query."""
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         import bm25s
@@ -225,34 +239,44 @@ class _Bm25s:
         retriever = bm25s.BM25(k1=_K1, b=_B)
         retriever.index(corpus, show_progress=False)
         data, indices, indptr = (retriever.scores[key] for key in ("data", "indices", "indptr"))
-        self._rows: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {
-            str(stem): (
-                indices[indptr[column] : indptr[column + 1]].astype(np.int64),
-                data[indptr[column] : indptr[column + 1]].astype(np.float64),
-            )
-            for stem, column in retriever.vocab_dict.items()
-            if stem  # bm25s's placeholder for an empty vocabulary is no stem and has no column
-        }
+        # Stem i's row (the tools holding it and its BM25 score in each) is _tools[_row[i]:_row[i + 1]] and
+        # _scores[...] (bm25s's own arrays: its placeholder for an empty vocabulary, no stem, is left out).
+        columns = {str(stem): int(column) for stem, column in retriever.vocab_dict.items() if stem}
+        self._ids = {stem: i for i, stem in enumerate(columns)}
+        self._row = np.array([0, *np.cumsum([indptr[c + 1] - indptr[c] for c in columns.values()])], np.int64)
+        picked = [np.arange(indptr[c], indptr[c + 1]) for c in columns.values()]
+        flat = np.concatenate(picked) if picked else np.zeros(0, np.int64)
+        self._tools = np.asarray(indices, dtype=np.int64)[flat]
+        self._scores = np.asarray(data, dtype=np.float64)[flat]
+        # For feedback, each tool's stems and their shares of its indexed words, the same way round: tool
+        # j's are _terms[_words[j]:_words[j + 1]] and _shares[...].
+        terms: list[int] = []
+        shares: list[float] = []
+        bounds = [0]
+        for words in corpus:
+            counts: dict[int, int] = {}
+            for stem in words:
+                if stem in self._ids:
+                    counts[self._ids[stem]] = counts.get(self._ids[stem], 0) + 1
+            terms += counts
+            shares += [c / len(words) for c in counts.values()]
+            bounds.append(len(terms))
+        self._terms = np.array(terms, dtype=np.int64)
+        self._shares = np.array(shares, dtype=np.float64)
+        self._words = np.array(bounds, dtype=np.int64)
 
     def rank(self, queries: Sequence[list[str]], limit: int) -> list[list[tuple[int, float]]]:
         np = self._np
         with self._lock:
             stemmed = [set(self._stemmer.stemWords(terms)) for terms in queries]
-        positions, values, offsets = [], [], []
-        for q, stems in enumerate(stemmed):
-            for stem in stems:
-                row = self._rows.get(stem)
-                if row is not None:
-                    positions.append(row[0])
-                    values.append(row[1])
-                    offsets.append(q * self._n)
-        if not positions:
+        ids = [[self._ids[stem] for stem in stems if stem in self._ids] for stems in stemmed]
+        if not any(ids):
             return [[] for _ in queries]
-        shift = np.repeat(np.array(offsets, dtype=np.int64), [len(p) for p in positions])
-        size = len(queries) * self._n
-        matrix = np.bincount(np.concatenate(positions) + shift, np.concatenate(values), size).reshape(
-            len(queries), -1
-        )
+        owners = np.repeat(np.arange(len(queries)), [len(row) for row in ids])
+        terms = np.fromiter((i for row in ids for i in row), np.int64, len(owners))
+        matrix = self._sum(owners, terms, np.ones(len(terms)), len(queries))
+        if FEEDBACK_DOCS > 0 and FEEDBACK_TERMS > 0 and FEEDBACK_WEIGHT > 0:
+            matrix += self._feedback(matrix, owners, terms, [len(stems) for stems in stemmed])
         limit = min(limit, self._n)
         if limit < self._n:
             top = np.argpartition(-matrix, limit - 1, axis=1)[:, :limit]
@@ -267,8 +291,74 @@ class _Bm25s:
             for row_positions, row_scores in zip(positions, ranked, strict=True)
         ]
 
+    def _sum(
+        self,
+        owners: npt.NDArray[np.int64],
+        terms: npt.NDArray[np.int64],
+        weights: npt.NDArray[np.float64],
+        queries: int,
+    ) -> npt.NDArray[np.float64]:
+        """The queries × tools score matrix: query `owners[i]` gets stem `terms[i]`'s row × `weights[i]`."""
+        np = self._np
+        rows, sizes = _ranges(np, self._row, terms)
+        at = np.repeat(owners * self._n, sizes) + self._tools[rows]
+        values = self._scores[rows] * np.repeat(weights, sizes)
+        return np.bincount(at, values, queries * self._n).reshape(queries, self._n)  # type: ignore[no-any-return]
+
+    def _feedback(
+        self,
+        matrix: npt.NDArray[np.float64],
+        owners: npt.NDArray[np.int64],
+        terms: npt.NDArray[np.int64],
+        lengths: list[int],
+    ) -> npt.NDArray[np.float64]:
+        """RM3 pseudo-relevance feedback: each query's scores for `FEEDBACK_TERMS` expansion stems, in the
+        tools that already match it (a tool that shares no word with the query stays out).
+
+        A query's first `FEEDBACK_DOCS` tools (by `matrix`, its BM25 scores; `owners` and `terms` are its
+        stems) stand for what it asks: a stem weighs the sum over them of its share of the tool's indexed
+        words times the tool's share of their scores (the relevance model). The heaviest stems that are not
+        the query's own are searched too, their weights scaled to `FEEDBACK_WEIGHT` × the query's number of
+        stems (`lengths`) in all.
+        """
+        np = self._np
+        queries, vocabulary = len(lengths), len(self._ids)
+        depth = min(FEEDBACK_DOCS, self._n)
+        if depth < self._n:
+            top = np.argpartition(-matrix, depth - 1, axis=1)[:, :depth]
+        else:
+            top = np.broadcast_to(np.arange(self._n), (queries, self._n))
+        scores = np.take_along_axis(matrix, top, axis=1)
+        totals = scores.sum(axis=1, keepdims=True)
+        shares = (scores / np.where(totals > 0, totals, 1.0)).ravel()  # a query matching nothing: zeros
+        words, sizes = _ranges(np, self._words, top.ravel())
+        at = np.repeat(np.arange(queries).repeat(depth) * vocabulary, sizes) + self._terms[words]
+        model = np.bincount(at, self._shares[words] * np.repeat(shares, sizes), queries * vocabulary)
+        model[owners * vocabulary + terms] = 0.0  # a query's own stems are not expansions
+        model = model.reshape(queries, vocabulary)
+        count = min(FEEDBACK_TERMS, vocabulary)
+        chosen = np.argpartition(-model, count - 1, axis=1)[:, :count]
+        mass = np.take_along_axis(model, chosen, axis=1)
+        sums = mass.sum(axis=1, keepdims=True)
+        mass *= FEEDBACK_WEIGHT * np.array(lengths, dtype=np.float64)[:, None] / np.where(sums > 0, sums, 1.0)
+        extra = self._sum(np.arange(queries).repeat(count), chosen.ravel(), mass.ravel(), queries)
+        return extra * (matrix > 0)
+
     def close(self) -> None:
-        self._rows = {}
+        self._ids = {}
+        self._row = self._tools = self._terms = self._words = self._np.zeros(0, dtype=self._np.int64)
+        self._scores = self._shares = self._np.zeros(0)
+
+
+def _ranges(
+    np: Any, bounds: npt.NDArray[np.int64], picks: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The positions of the rows `picks` of a CSR-like layout (row i: bounds[i]:bounds[i + 1]), one after
+    the other, and each row's size."""
+    first, sizes = bounds[picks], bounds[picks + 1] - bounds[picks]
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if len(ends) else 0
+    return np.arange(total) - np.repeat(ends - sizes - first, sizes), sizes
 
 
 def _engine(name: Engine) -> str:
