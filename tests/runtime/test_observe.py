@@ -331,6 +331,22 @@ async def test_no_spans_without_an_sdk_provider(make_executor: Any) -> None:
     assert (await ex.execute(call("add", {"a": 1, "b": 2}))).value == 3
 
 
+async def test_a_global_provider_set_after_the_executor_is_used_from_then_on(
+    make_executor: Any, spans: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor checks the API's global inline (no `tracer()` call while none is set): a provider
+    installed later, as an app's start-up may do, still gets every call's span."""
+    from opentelemetry import trace
+
+    provider, exporter = spans
+    ex = make_executor(add, audit_logger=None)
+    await ex.execute(call("add", {"a": 1, "b": 2}, id="before"))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)  # what `set_tracer_provider` sets
+    await ex.execute(call("add", {"a": 1, "b": 2}, id="after"))
+    names = [(s.name, (s.attributes or {}).get("gen_ai.tool.call.id")) for s in exporter.get_finished_spans()]
+    assert names == [("execute_tool add", "after")]
+
+
 async def test_events_built_positionally_have_every_field_in_place(make_executor: Any) -> None:
     """The executor builds ToolStarted/ToolFinished with positional arguments (one C call on the hot
     path): the field order is pinned here, and a field added to either must be added there too."""

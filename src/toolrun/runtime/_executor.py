@@ -213,7 +213,9 @@ class ToolExecutor:
             asyncio.CancelledError: only when the caller's own task is cancelled (as asyncio requires);
                 the call is then recorded with outcome `cancelled`.
         """
-        return self._execute(call, context if context is not None else ToolContext(), approval, None, "execute")
+        return self._execute(
+            call, context if context is not None else ToolContext(), approval, None, "execute"
+        )
 
     async def approve(self, confirmation_id: str, context: ToolContext[Any]) -> ToolResult:
         """Approve a pending confirmation and run its call; returns the call's result (same call id).
@@ -499,7 +501,9 @@ class ToolExecutor:
         logging_audit = logger is not None and logger.isEnabledFor(_INFO)
         sinks = self._sinks
         auditing = logging_audit or bool(sinks)
-        tracer = self._tracing.tracer()
+        tracing = self._tracing
+        unset = tracing.unset
+        tracer = None if unset is not None and unset._TRACER_PROVIDER is None else tracing.tracer()
         observing = emitting or auditing or tracer is not None
         tool_name = plan.tool.name if plan is not None else None
         span = token = None
@@ -507,7 +511,7 @@ class ToolExecutor:
             if emitting:
                 bus.emit(ToolStarted(call.id, tool_name, ctx.trace_id, ctx.user_id))  # positional: one C call
             if tracer is not None:
-                span, token = self._tracing.start(tracer, tool_name, call.id)
+                span, token = tracing.start(tracer, tool_name, call.id)
         inv: Invocation | None = None
         try:
             try:

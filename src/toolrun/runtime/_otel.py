@@ -41,6 +41,9 @@ class Tracing:
             import os
 
             self._peek = "OTEL_PYTHON_TRACER_PROVIDER" not in os.environ
+        self.unset: Any = trace if self._peek and provider is None else None
+        """The API module, when `unset._TRACER_PROVIDER is None` tells that no provider is set (then
+        `tracer()` is None): the executor checks that inline, without calling `tracer()`."""
 
     def tracer(self) -> Any:
         """The tracer to use now, or None when spans would go nowhere."""
