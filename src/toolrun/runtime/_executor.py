@@ -489,7 +489,7 @@ class ToolExecutor:
         # One function on purpose: every await and call here is paid on every tool call.
         start = _perf()
         try:
-            # The plan cache hit inline (`_plan` builds a missing plan, and resets the cache on a new version).
+            # The plan cache hit inline (`_plan` builds a missing plan; a new version resets the cache).
             plan = self._plans.get(call.name) if self.registry.version == self._plans_version else None
             if plan is None:
                 plan = self._plan(call.name)
