@@ -149,7 +149,17 @@ class PydanticArguments:
     (`forbid_extra`; off only when a nested model explicitly allows extra keys).
     """
 
-    __slots__ = ("_extra", "_fields", "_model", "_model_param", "_renamed", "_scan", "_strict", "tool")
+    __slots__ = (
+        "_extra",
+        "_fields",
+        "_model",
+        "_model_param",
+        "_plain",
+        "_renamed",
+        "_scan",
+        "_strict",
+        "tool",
+    )
 
     def __init__(
         self,
@@ -167,6 +177,8 @@ class PydanticArguments:
         self._model = model
         self._model_param = model_param
         self._renamed = dict(renamed or {})
+        self._plain = model_param is None and not self._renamed
+        """The handler takes the model's fields as they are: `validate` returns a copy of its `__dict__`."""
         self._fields = sorted((f.alias or name) for name, f in model.model_fields.items())
         self._strict = strict
         self._extra: Literal["forbid"] | None = "forbid" if forbid_extra else None
@@ -232,6 +244,8 @@ class PydanticArguments:
                 self.tool,
                 [ArgumentProblem("", "arguments are nested too deeply", expected="a shallower object")],
             ) from None
+        if self._plain:  # `_arguments`'s common case inline: one frame less per call
+            return dict(instance.__dict__)
         return self._arguments(instance)
 
     def _with_integral_floats(self, exc: ValidationError, arguments: Any) -> BaseModel | None:
