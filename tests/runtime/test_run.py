@@ -479,3 +479,43 @@ async def test_sync_tools_share_a_bounded_pool(make_executor: Any, gate: threadi
     gate.set()
     results = await asyncio.gather(*tasks)
     assert [r.value for r in results] == ["done"] * 4 and peak["max"] == 2
+
+
+async def test_the_handler_is_called_directly_only_when_invoke_would_do_just_that(make_executor: Any) -> None:
+    """The run stage skips `Tool.invoke` for a plain handler; a tool taking a context, or whose `invoke`
+    is overridden (by a subclass or on the instance), still goes through it."""
+    from toolrun import Tool
+
+    async def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    async def whoami(ctx: ToolContext[Any]) -> str | None:
+        """Says who is calling."""
+        return ctx.user_id
+
+    class Doubled(Tool):
+        def invoke(self, arguments: Any, context: Any = None) -> Any:
+            async def twice() -> Any:
+                return 2 * await super(Doubled, self).invoke(arguments, context)
+
+            return twice()
+
+    plain, with_context = Tool.from_function(add), Tool.from_function(whoami)
+    doubled = Doubled.from_function(add, name="doubled")
+    patched = Tool.from_function(add, name="patched")
+
+    async def tripled(a: int, b: int) -> int:
+        """Three times the sum."""
+        return 3 * (a + b)
+
+    patched.invoke = lambda arguments, context=None: tripled(**arguments)  # type: ignore[method-assign]
+    assert plain.direct_handler() is add
+    assert with_context.direct_handler() is None
+    assert doubled.direct_handler() is None and patched.direct_handler() is None
+    ex = make_executor(plain, with_context, doubled, patched)
+    ctx = ToolContext(user_id="u1")
+    assert (await ex.execute(call("add", {"a": 1, "b": 2}), ctx)).value == 3
+    assert (await ex.execute(call("whoami", {}), ctx)).value == "u1"
+    assert (await ex.execute(call("doubled", {"a": 1, "b": 2}), ctx)).value == 6
+    assert (await ex.execute(call("patched", {"a": 1, "b": 2}), ctx)).value == 9

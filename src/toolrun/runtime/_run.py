@@ -179,6 +179,7 @@ class RunStage:
 
     __slots__ = (
         "_check_output",
+        "_direct",
         "_executor",
         "_fast_types",
         "_idempotent",
@@ -198,6 +199,7 @@ class RunStage:
         self._idempotent = opts.effective_idempotent
         self._isolates = tool.takes_context and not opts.read_only
         self._is_async = tool.is_async
+        self._direct = tool.direct_handler()
         self._check_output, self._fast_types = fast_output_types(tool)
 
     async def __call__(self, invocation: Invocation) -> ToolResult:
@@ -232,7 +234,12 @@ class RunStage:
                     # The coroutine's first step runs right here; most quick tools finish in it, and
                     # then no timer, task or extra frame is needed (see the module docstring).
                     started = _monotonic()
-                    awaitable = self.tool.invoke(inv.arguments, call_ctx)
+                    direct = self._direct
+                    awaitable = (
+                        direct(**inv.arguments)
+                        if direct is not None
+                        else self.tool.invoke(inv.arguments, call_ctx)
+                    )
                     if type(awaitable) is _Coroutine:
                         try:
                             first = awaitable.send(None)

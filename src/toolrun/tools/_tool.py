@@ -369,6 +369,16 @@ class Tool:
             return self._fn(*args, **kwargs)
         return self._fn(**kwargs)
 
+    def direct_handler(self) -> Callable[..., Any] | None:
+        """The handler, when `invoke(arguments, context)` is exactly `handler(**arguments)` (it takes no
+        context and no positional-only parameters, and `invoke` is not overridden); else None. The executor
+        then calls it without the `invoke` frame."""
+        if type(self).invoke is not Tool.invoke or "invoke" in getattr(self, "__dict__", {}):
+            return None
+        if self._context_param is not None or self._positional_only:
+            return None
+        return self._fn
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not a tool."""
         return self._fn(*args, **kwargs)
