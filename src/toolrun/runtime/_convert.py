@@ -137,20 +137,20 @@ if _plain_dataclass():
     def ok_result(call_id: str, tool_name: str, value: Any, attempts: int) -> ToolResult:
         """`ToolResult(call_id=..., tool_name=..., status="ok", value=..., attempts=...)`, faster."""
         result: ToolResult = _new(ToolResult)
-        result.__dict__.update(
-            call_id=call_id,
-            tool_name=tool_name,
-            status="ok",
-            value=value,
-            message=None,
-            error=None,
-            confirmation_id=None,
-            duration=0.0,
-            attempts=attempts,
-            cached=False,
-            exclude_value_from_context=False,
-            metadata={},
-        )
+        result.__dict__ = {  # one dict built from a literal: cheaper than `update(**kwargs)`
+            "call_id": call_id,
+            "tool_name": tool_name,
+            "status": "ok",
+            "value": value,
+            "message": None,
+            "error": None,
+            "confirmation_id": None,
+            "duration": 0.0,
+            "attempts": attempts,
+            "cached": False,
+            "exclude_value_from_context": False,
+            "metadata": {},
+        }
         return result
 
 else:  # pragma: no cover - ToolResult changed shape: stay correct

@@ -296,7 +296,13 @@ class RunStage:
                 result = self._executor.internal_error(inv, exc, "failed", retryable=transient)
                 retry = transient
             else:
-                result = self._result(inv, value)
+                kind = type(value)
+                if (kind is int or kind is bool or value is None) and (
+                    not self._check_output or kind in self._fast_types
+                ):  # JSON as they are, never cut: what `_result` would return, without its frame
+                    result = ok_result(inv.call.id, self.tool.name, value, attempt)
+                else:
+                    result = self._result(inv, value)
                 if result.status != "error":
                     if call_ctx is not ctx:
                         try:
@@ -363,11 +369,7 @@ class RunStage:
             raise
 
     def _result(self, inv: Invocation, value: Any) -> ToolResult:
-        kind = type(value)
-        if (kind is int or kind is bool or value is None) and (
-            not self._check_output or kind in self._fast_types
-        ):  # JSON as they are, never cut: what json_safe and truncate would return unchanged
-            return ok_result(inv.call.id, self.tool.name, value, inv.attempts)
+        """The result of a handler's return value (ints, bools and None are handled by the caller)."""
         executor = self._executor
         if isinstance(value, ToolResult):
             return self._own_result(inv, value)
