@@ -578,8 +578,14 @@ class ToolExecutor:
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
             )
         if auditing:  # inline: this is the per-call cost of an audit trail (see `_audit`)
+            arguments_hash: str | None
             try:
-                arguments_hash = inv.arguments_hash if inv is not None else self.hasher.raw(call.arguments)
+                if inv is None:
+                    arguments_hash = self.hasher.raw(call.arguments)
+                elif inv._hashed is inv.arguments:  # a stage hashed them already (confirmation, cache)
+                    arguments_hash = inv._hash
+                else:  # the hash is not needed again: no need to keep it on the invocation
+                    arguments_hash = self.hasher.arguments(inv.arguments)
             except Exception:  # arguments that cannot even be rendered: audit without a hash
                 arguments_hash = None
             record = AuditRecord(  # positional: one C call (see AuditRecord)
