@@ -178,3 +178,32 @@ async def test_a_cancelled_call_is_audited_as_cancelled(make_executor: Any) -> N
         "t",
     )
     assert record.arguments_hash == ex.hasher.arguments({}) and record.cached is False
+
+
+async def test_the_record_hashes_the_arguments_that_ran(make_executor: Any) -> None:
+    """A stage may hash the arguments and a later one replace them: the record hashes what the handler
+    got, whether a stage hashed that already or not."""
+    from toolrun.runtime import CallNext, Invocation
+
+    class HashThenReplace:
+        async def __call__(self, inv: Invocation, call_next: CallNext) -> Any:
+            seen = inv.arguments_hash  # cached on the invocation for these arguments
+            if inv.arguments["key"] == "swap":
+                inv.arguments = {"key": "swapped"}
+            assert seen
+            return await call_next(inv)
+
+    sink = InMemoryAuditSink()
+    ex = make_executor(lookup, audit=sink, audit_logger=None, middleware=[HashThenReplace()])
+    await ex.execute(call("lookup", {"key": "keep"}))
+    await ex.execute(call("lookup", {"key": "swap"}))
+    plain = make_executor(lookup, audit=(plain_sink := InMemoryAuditSink()), audit_logger=None)
+    await plain.execute(call("lookup", {"key": "keep"}))
+    kept, swapped = sink.records
+    assert kept.arguments_hash == ex.hasher.arguments({"key": "keep"})
+    assert (
+        swapped.arguments_hash
+        == ex.hasher.arguments({"key": "swapped"})
+        != ex.hasher.arguments({"key": "swap"})
+    )
+    assert plain_sink.records[0].arguments_hash == plain.hasher.arguments({"key": "keep"})
