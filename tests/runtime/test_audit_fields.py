@@ -185,6 +185,11 @@ async def test_the_record_hashes_the_arguments_that_ran(make_executor: Any) -> N
     got, whether a stage hashed that already or not."""
     from toolrun.runtime import CallNext, Invocation
 
+    @tool
+    async def echo(key: str) -> str:
+        """Echo a key (no cache, no confirmation: no built-in stage hashes the arguments)."""
+        return key
+
     class HashThenReplace:
         async def __call__(self, inv: Invocation, call_next: CallNext) -> Any:
             seen = inv.arguments_hash  # cached on the invocation for these arguments
@@ -194,11 +199,11 @@ async def test_the_record_hashes_the_arguments_that_ran(make_executor: Any) -> N
             return await call_next(inv)
 
     sink = InMemoryAuditSink()
-    ex = make_executor(lookup, audit=sink, audit_logger=None, middleware=[HashThenReplace()])
-    await ex.execute(call("lookup", {"key": "keep"}))
-    await ex.execute(call("lookup", {"key": "swap"}))
-    plain = make_executor(lookup, audit=(plain_sink := InMemoryAuditSink()), audit_logger=None)
-    await plain.execute(call("lookup", {"key": "keep"}))
+    ex = make_executor(echo, audit=sink, audit_logger=None, middleware=[HashThenReplace()])
+    assert (await ex.execute(call("echo", {"key": "keep"}))).value == "keep"
+    assert (await ex.execute(call("echo", {"key": "swap"}))).value == "swapped"
+    plain = make_executor(echo, audit=(plain_sink := InMemoryAuditSink()), audit_logger=None)
+    await plain.execute(call("echo", {"key": "keep"}))
     kept, swapped = sink.records
     assert kept.arguments_hash == ex.hasher.arguments({"key": "keep"})
     assert (
