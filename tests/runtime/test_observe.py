@@ -131,6 +131,44 @@ async def test_a_failing_subscriber_never_breaks_the_call(
     assert detail not in caplog.text
 
 
+async def test_a_lone_sync_subscriber_is_called_directly_and_still_never_breaks_the_call(
+    make_executor: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One sync subscriber of every event is called by the executor itself (`EventBus.only`), without
+    `emit`: it gets both events in order, and its failures are logged (redacted) like any subscriber's."""
+    detail = "-".join(["lone", "bug"])
+    got: list[ToolEvent] = []
+
+    def lone(event: ToolEvent) -> None:
+        got.append(event)
+        if len(got) > 2:
+            raise ValueError(detail)
+
+    ex = make_executor(add)
+    assert ex.events.only is None
+    unsubscribe = ex.subscribe(lone)
+    assert ex.events.only is lone
+    await ex.execute(call("add", {"a": 1, "b": 2}, id="c1"))
+    assert [(type(e), e.call_id) for e in got] == [(ToolStarted, "c1"), (ToolFinished, "c1")]
+    with caplog.at_level(logging.WARNING, logger="toolrun"):
+        r = await ex.execute(call("add", {"a": 1, "b": 2}, id="c2"))
+    assert r.value == 3 and len(got) == 4  # both events delivered though the first one raised
+    assert sum("subscriber" in rec.getMessage().lower() for rec in caplog.records) == 2
+    assert detail not in caplog.text
+    typed = ex.subscribe(Recorder(), ToolFinished)  # two subscribers, one typed: through `emit`
+    assert ex.events.only is None
+    typed()
+    assert ex.events.only is lone
+    unsubscribe()
+    assert ex.events.only is None and not ex.events.active
+
+    async def shipper(event: ToolEvent) -> None:
+        pass
+
+    ex.subscribe(shipper)  # async: through `emit`, as a task
+    assert ex.events.only is None
+
+
 def test_event_bus_outside_a_loop_logs_instead_of_raising(caplog: pytest.LogCaptureFixture) -> None:
     bus = EventBus()
 

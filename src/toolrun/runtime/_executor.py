@@ -512,7 +512,15 @@ class ToolExecutor:
         span = token = None
         if observing:
             if emitting:
-                bus.emit(ToolStarted(call.id, tool_name, ctx.trace_id, ctx.user_id))  # positional: one C call
+                event: ToolEvent = ToolStarted(call.id, tool_name, ctx.trace_id, ctx.user_id)  # one C call
+                only = bus.only
+                if only is None:
+                    bus.emit(event)
+                else:
+                    try:
+                        only(event)
+                    except Exception as exc:
+                        bus.failed(only, event, exc)
             if tracer is not None:
                 span, token = tracing.start(tracer, tool_name, call.id)
         inv: Invocation | None = None
@@ -558,21 +566,27 @@ class ToolExecutor:
             code = error.code
             error_id = error.details.get("error_id")
         if emitting:
-            bus.emit(
-                ToolFinished(  # positional: one C call (see _events)
-                    call.id,
-                    tool_name,
-                    ctx.trace_id,
-                    ctx.user_id,
-                    result.status,
-                    code,
-                    duration,
-                    result.attempts,
-                    result.cached,
-                    error_id,
-                    inv.exception if inv is not None else None,
-                )
+            event = ToolFinished(  # positional: one C call (see _events)
+                call.id,
+                tool_name,
+                ctx.trace_id,
+                ctx.user_id,
+                result.status,
+                code,
+                duration,
+                result.attempts,
+                result.cached,
+                error_id,
+                inv.exception if inv is not None else None,
             )
+            only = bus.only
+            if only is None:
+                bus.emit(event)
+            else:
+                try:
+                    only(event)
+                except Exception as exc:
+                    bus.failed(only, event, exc)
         if span is not None:
             self._tracing.finish(
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
