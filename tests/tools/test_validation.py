@@ -191,3 +191,18 @@ def test_any_text_validates_or_reports_problems(text: str) -> None:
         book.validate(text)
     except ArgumentsError as exc:
         assert exc.problems
+
+
+def test_parameters_named_like_model_attributes_reach_the_handler_under_their_own_names() -> None:
+    """`schema`, `copy` and `_private` cannot be pydantic field names: the model renames them, and
+    validation hands them back under the handler's names (JSON text and mapping alike)."""
+
+    def configure(schema: str, copy: int, _private: bool = False) -> str:
+        """Configure something."""
+        return f"{schema}/{copy}/{_private}"
+
+    t = Tool.from_function(configure)
+    assert set(t.parameters["properties"]) >= {"schema", "copy"}
+    expected = {"schema": "s", "copy": 2, "_private": False}
+    assert t.validate('{"schema": "s", "copy": 2}') == expected
+    assert t.validate({"schema": "s", "copy": 2}) == expected
