@@ -167,6 +167,12 @@ async def test_a_lone_sync_subscriber_is_called_directly_and_still_never_breaks_
 
     ex.subscribe(shipper)  # async: through `emit`, as a task
     assert ex.events.only is None
+    typed_only = make_executor(add)
+    finished = Recorder()
+    typed_only.subscribe(finished, ToolFinished)  # the lone subscriber, but of one type: through `emit`
+    assert typed_only.events.only is None
+    await typed_only.execute(call("add", {"a": 1, "b": 2}))
+    assert [type(e) for e in finished.events] == [ToolFinished]
 
 
 def test_event_bus_outside_a_loop_logs_instead_of_raising(caplog: pytest.LogCaptureFixture) -> None:

@@ -494,6 +494,10 @@ async def test_the_handler_is_called_directly_only_when_invoke_would_do_just_tha
         """Says who is calling."""
         return ctx.user_id
 
+    async def minus(a: int, /, b: int) -> int:
+        """Subtracts b from a (a is positional-only)."""
+        return a - b
+
     class Doubled(Tool):
         def invoke(self, arguments: Any, context: Any = None) -> Any:
             async def twice() -> Any:
@@ -512,10 +516,13 @@ async def test_the_handler_is_called_directly_only_when_invoke_would_do_just_tha
     patched.invoke = lambda arguments, context=None: tripled(**arguments)  # type: ignore[method-assign]
     assert plain.direct_handler() is add
     assert with_context.direct_handler() is None
+    positional = Tool.from_function(minus)
+    assert positional.direct_handler() is None
     assert doubled.direct_handler() is None and patched.direct_handler() is None
-    ex = make_executor(plain, with_context, doubled, patched)
+    ex = make_executor(plain, with_context, doubled, patched, positional)
     ctx = ToolContext(user_id="u1")
     assert (await ex.execute(call("add", {"a": 1, "b": 2}), ctx)).value == 3
     assert (await ex.execute(call("whoami", {}), ctx)).value == "u1"
     assert (await ex.execute(call("doubled", {"a": 1, "b": 2}), ctx)).value == 6
     assert (await ex.execute(call("patched", {"a": 1, "b": 2}), ctx)).value == 9
+    assert (await ex.execute(call("minus", {"a": 5, "b": 2}), ctx)).value == 3
