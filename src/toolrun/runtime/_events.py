@@ -220,6 +220,6 @@ class EventBus:
         only = self._subs[0] if len(self._subs) == 1 else None
         self.only = only[1] if only is not None and only[0] == (ToolEvent,) and not only[2] else None
 
-    def failed(self, fn: Subscriber, event: ToolEvent, exc: Exception) -> None:
-        """Log a subscriber's failure (for callers that deliver to `only` themselves)."""
-        log_exception(_logger, "Event subscriber %r failed on %s", exc, fn, type(event).__name__)
+    def failed(self, event: ToolEvent, exc: Exception) -> None:
+        """Log the failure of `only` on `event` (for callers that call it themselves)."""
+        log_exception(_logger, "Event subscriber %r failed on %s", exc, self.only, type(event).__name__)

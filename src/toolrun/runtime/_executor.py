@@ -513,14 +513,10 @@ class ToolExecutor:
         if observing:
             if emitting:
                 event: ToolEvent = ToolStarted(call.id, tool_name, ctx.trace_id, ctx.user_id)  # one C call
-                only = bus.only
-                if only is None:
-                    bus.emit(event)
-                else:
-                    try:
-                        only(event)
-                    except Exception as exc:
-                        bus.failed(only, event, exc)
+                try:  # a lone subscriber called right here: one frame less than `emit` (which never raises)
+                    (bus.only or bus.emit)(event)
+                except Exception as exc:
+                    bus.failed(event, exc)
             if tracer is not None:
                 span, token = tracing.start(tracer, tool_name, call.id)
         inv: Invocation | None = None
@@ -579,14 +575,10 @@ class ToolExecutor:
                 error_id,
                 inv.exception if inv is not None else None,
             )
-            only = bus.only
-            if only is None:
-                bus.emit(event)
-            else:
-                try:
-                    only(event)
-                except Exception as exc:
-                    bus.failed(only, event, exc)
+            try:  # as for ToolStarted
+                (bus.only or bus.emit)(event)
+            except Exception as exc:
+                bus.failed(event, exc)
         if span is not None:
             self._tracing.finish(
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
