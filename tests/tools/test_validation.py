@@ -206,3 +206,23 @@ def test_parameters_named_like_model_attributes_reach_the_handler_under_their_ow
     expected = {"schema": "s", "copy": 2, "_private": False}
     assert t.validate('{"schema": "s", "copy": 2}') == expected
     assert t.validate({"schema": "s", "copy": 2}) == expected
+
+
+def test_a_problem_with_no_expected_type_says_none_rather_than_a_made_up_one() -> None:
+    """A validator's own error (no JSON type behind it) reports its message and no `expected`."""
+    from typing import Annotated
+
+    from pydantic import AfterValidator
+
+    def refuse(value: str) -> str:
+        raise ValueError("not a good name")
+
+    def greet(name: Annotated[str, AfterValidator(refuse)]) -> str:
+        """Greet someone."""
+        return name
+
+    with pytest.raises(ArgumentsError) as caught:
+        Tool.from_function(greet).validate('{"name": "x"}')
+    [problem] = caught.value.problems
+    assert (problem.path, problem.expected, problem.given) == ("name", None, '"x"')
+    assert "not a good name" in problem.message
