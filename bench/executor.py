@@ -10,9 +10,9 @@ toolrun's rows (both scenarios), each op building its ``ToolCall`` and awaiting
   only the bytes go nowhere). OpenTelemetry is installed here but no SDK provider is set, as in an app
   that does not trace: one check per call.
 * ``toolrun_jsonl``: the same everything-on pipeline, with the audit trail written to a real JSON-Lines
-  file by ``JSONLinesAuditSink`` instead of through ``logging``: the call queues its record, the sink's
-  writer thread encodes and writes them in batches. That thread runs inside the timed batches, so its
-  work is counted (under the GIL it takes turns with the loop's thread).
+  file by ``JSONLinesAuditSink`` instead of through ``logging``: the call queues its record, the call that
+  fills a batch of 256 encodes it, and the sink's writer thread writes it. That thread runs inside the
+  timed batches, so its work is counted (under the GIL it takes turns with the loop's thread).
 * ``toolrun_quiet``: the same executor with nobody listening (no subscriber, the audit logger not
   enabled): what it costs when observation is off.
 
