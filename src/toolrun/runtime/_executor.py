@@ -83,7 +83,7 @@ class _Plan:
 
 def _validate_of(tool: Tool) -> Callable[[Any], dict[str, Any]]:
     """What `_front` calls to validate a call's arguments for `tool` (see `_Plan.validate`)."""
-    if type(tool).validate is Tool.validate and "validate" not in getattr(tool, "__dict__", {}):
+    if not tool._overrides("validate"):
         try:
             validator = tool._arguments_validator()
         except Exception:  # a broken schema: `tool.validate` raises it again, per call, where it is reported

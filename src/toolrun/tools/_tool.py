@@ -373,11 +373,16 @@ class Tool:
         """The handler, when `invoke(arguments, context)` is exactly `handler(**arguments)` (it takes no
         context and no positional-only parameters, and `invoke` is not overridden); else None. The executor
         then calls it without the `invoke` frame."""
-        if type(self).invoke is not Tool.invoke or "invoke" in getattr(self, "__dict__", {}):
-            return None
-        if self._context_param is not None or self._positional_only:
+        if self._overrides("invoke") or self._context_param is not None or self._positional_only:
             return None
         return self._fn
+
+    def _overrides(self, method: str) -> bool:
+        """Whether this tool replaces `Tool.<method>` (in a subclass, or on the instance itself). The
+        executor takes shortcuts around `invoke` and `validate` only for tools that do not."""
+        return getattr(type(self), method) is not getattr(Tool, method) or method in getattr(
+            self, "__dict__", {}
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not a tool."""
