@@ -109,6 +109,36 @@ async def test_unknown_fields_and_wrong_types_name_the_field(service: Service) -
     assert r.status_code == 422 and r.json()["errors"][0]["path"] == "query.limit"
 
 
+async def test_a_body_that_is_not_utf8_is_invalid_json_not_a_bare_400(service: Service) -> None:
+    # Found by schemathesis's full check set: FastAPI answers bytes it cannot decode with its own 400.
+    for path in ("/api/v1/chat", "/api/v1/chat/stream", "/api/v1/ai-sdk", "/api/v1/confirmations/conf_x"):
+        r = await service.alice.http.post(
+            path, content=b'{"message": "\xff\xfe"}', headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 422, path
+        assert r.headers["content-type"] == "application/problem+json"
+        body = r.json()
+        assert body["code"] == "invalid_request" and body["errors"][0]["type"] == "json_invalid"
+        assert body["detail"] == "The request body is not valid JSON (it is not UTF-8 text)."
+
+
+async def test_task_date_filters_take_iso_8601_only(service: Service) -> None:
+    http = service.alice.http
+    for value in ("0.5", "1700000000", "soon", "2026-13-01"):  # Pydantic alone reads numbers as Unix times
+        r = await http.get("/api/v1/tasks", params={"due_before": value})
+        assert r.status_code == 422, value
+        assert r.json()["errors"][0]["path"] == "query.due_before"
+    for value, expected in (
+        ("2026-12-10", "2026-12-10T00:00:00Z"),
+        ("2026-12-10T17:30:00+02:00", "2026-12-10T15:30:00Z"),
+        ("2026-12-10T17:30:00z", "2026-12-10T17:30:00Z"),
+        ("20261210", "2026-12-10T00:00:00Z"),
+    ):
+        r = await http.get("/api/v1/tasks", params={"due_after": value})
+        assert r.status_code == 200, value
+        assert r.json()["applied_filters"]["due_after"] == expected
+
+
 async def test_bodies_over_the_limit_get_413(service: Service) -> None:
     big = json.dumps({"message": "x" * (10 * 1024 * 1024)})
     r = await service.alice.http.post(
@@ -133,6 +163,10 @@ async def test_unknown_routes_and_methods_are_problems(service: Service) -> None
     assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
     r = await service.alice.http.put("/api/v1/chat", json={})
     assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+    assert r.headers["allow"] == "POST"
+    # One path, two routes (GET and DELETE): `Allow` names both, not only the first route that matched.
+    r = await service.alice.http.request("OPTIONS", "/api/v1/conversations/conv_x")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, DELETE"
 
 
 async def test_tokens_are_required_and_revocable(service: Service) -> None:

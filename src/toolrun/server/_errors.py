@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 __all__ = ["PROBLEM_RESPONSES", "Problem", "ServiceError", "install_error_handlers", "problem_response"]
 
@@ -155,6 +156,20 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return out
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods some route of the app takes at the request's path: each one tried against the routes'
+    public `matches` (FastAPI's included routers answer it for the routes inside them)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers that turn every error into problem+json."""
 
@@ -189,11 +204,29 @@ def install_error_handlers(app: FastAPI) -> None:
         status = exc.status_code
         code = _CODES.get(status, "error")
         detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(status, "Error")
+        if status == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+            # FastAPI answers a JSON body that is not UTF-8 with a bare 400 ("There was an error parsing
+            # the body"): it is the same problem as a body that is not JSON, so it gets the same answer.
+            return problem_response(
+                422,
+                "invalid_request",
+                "The request body is not valid JSON (it is not UTF-8 text).",
+                request_id=_request_id(request),
+                errors=[
+                    {"path": "body", "loc": ["body"], "message": "Not UTF-8 text", "type": "json_invalid"}
+                ],
+            )
         if status == 404 and detail == "Not Found":
             detail = "There is nothing at this address."
-        if status == 405 and detail == "Method Not Allowed":
-            detail = "This address does not accept that method."
         headers = dict(exc.headers) if exc.headers else None
+        if status == 405:
+            if detail == "Method Not Allowed":
+                detail = "This address does not accept that method."
+            # Starlette names only the first route that matched the path; one path can have several
+            # routes (GET and DELETE of a conversation), so `Allow` lists the methods of all of them.
+            allowed = _allowed_methods(request)
+            if allowed:
+                headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         return problem_response(status, code, detail, request_id=_request_id(request), headers=headers)
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

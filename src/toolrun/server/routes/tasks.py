@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from pydantic import BeforeValidator
 
 from toolrun.apps.tasks import TaskQuery
 from toolrun.apps.tasks._store import iso
@@ -14,6 +15,24 @@ from toolrun.server.deps import CurrentUser, State
 from toolrun.server.schemas import TaskList
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"], responses=PROBLEM_RESPONSES)
+
+
+def _iso_8601(value: object) -> object:
+    """An ISO 8601 date or date-time only: Pydantic would also read `0.5` or `1700000000` as a Unix time,
+    which in a filter is far likelier a client's mistake than a date."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            return date.fromisoformat(text)
+        return datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise ValueError("not an ISO 8601 date or date-time (2026-12-01, 2026-12-01T17:00:00Z)") from None
+
+
+IsoDate = Annotated[datetime | date | None, BeforeValidator(_iso_8601)]
+"""A date filter (FastAPI keeps the validator only when `Query` is in the `Annotated` too, not a default)."""
 
 
 def _date(value: datetime | date | None) -> str | None:
@@ -30,8 +49,8 @@ async def list_tasks(
     state: State,
     status: Literal["pending", "in_progress", "done"] | None = None,
     priority: Literal["low", "medium", "high", "critical"] | None = None,
-    due_before: datetime | date | None = Query(default=None, description="ISO 8601 date or date-time."),
-    due_after: datetime | date | None = Query(default=None, description="ISO 8601 date or date-time."),
+    due_before: Annotated[IsoDate, Query(description="ISO 8601 date or date-time.")] = None,
+    due_after: Annotated[IsoDate, Query(description="ISO 8601 date or date-time.")] = None,
     tags: list[str] = Query(default=[], max_length=20),
     text: str | None = Query(default=None, max_length=500),
     limit: int = Query(default=50, ge=1, le=200),
