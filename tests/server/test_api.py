@@ -109,7 +109,7 @@ async def test_unknown_fields_and_wrong_types_name_the_field(service: Service) -
     assert r.status_code == 422 and r.json()["errors"][0]["path"] == "query.limit"
 
 
-async def test_a_body_that_is_not_utf8_is_invalid_json_not_a_bare_400(service: Service) -> None:
+async def test_a_body_json_cannot_read_is_invalid_json_not_a_bare_400(service: Service) -> None:
     # Found by schemathesis's full check set: FastAPI answers bytes it cannot decode with its own 400.
     for path in ("/api/v1/chat", "/api/v1/chat/stream", "/api/v1/ai-sdk", "/api/v1/confirmations/conf_x"):
         r = await service.alice.http.post(
@@ -120,6 +120,12 @@ async def test_a_body_that_is_not_utf8_is_invalid_json_not_a_bare_400(service: S
         body = r.json()
         assert body["code"] == "invalid_request" and body["errors"][0]["type"] == "json_invalid"
         assert body["detail"] == "The request body is not valid JSON (it is not UTF-8 text)."
+    deep = b'{"message": "hi", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    r = await service.alice.http.post(
+        "/api/v1/chat", content=deep, headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 422
+    assert r.json()["detail"] == "The request body is not valid JSON (it is nested too deeply)."
 
 
 async def test_task_date_filters_take_iso_8601_only(service: Service) -> None:

@@ -156,6 +156,11 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return out
 
 
+_UNREADABLE: dict[type[BaseException], str] = {
+    UnicodeDecodeError: "it is not UTF-8 text",
+    RecursionError: "it is nested too deeply",
+}
+"""Why FastAPI could not read a JSON body, by the exception behind its bare 400."""
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
@@ -204,17 +209,18 @@ def install_error_handlers(app: FastAPI) -> None:
         status = exc.status_code
         code = _CODES.get(status, "error")
         detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(status, "Error")
-        if status == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
-            # FastAPI answers a JSON body that is not UTF-8 with a bare 400 ("There was an error parsing
-            # the body"): it is the same problem as a body that is not JSON, so it gets the same answer.
+        cause = exc.__cause__
+        unreadable = _UNREADABLE.get(type(cause)) if status == 400 and cause is not None else None
+        if unreadable is not None:
+            # FastAPI answers a JSON body it cannot decode (not UTF-8, nested past Python's recursion
+            # limit) with a bare 400 ("There was an error parsing the body"): the same problem as a body
+            # that is not JSON, so it gets the same answer.
             return problem_response(
                 422,
                 "invalid_request",
-                "The request body is not valid JSON (it is not UTF-8 text).",
+                f"The request body is not valid JSON ({unreadable}).",
                 request_id=_request_id(request),
-                errors=[
-                    {"path": "body", "loc": ["body"], "message": "Not UTF-8 text", "type": "json_invalid"}
-                ],
+                errors=[{"path": "body", "loc": ["body"], "message": unreadable, "type": "json_invalid"}],
             )
         if status == 404 and detail == "Not Found":
             detail = "There is nothing at this address."
