@@ -187,9 +187,45 @@ def test_all_of_folding_keeps_conflicts_for_the_dialect_to_state() -> None:
             }
         },
     }
-    out = OpenAIStrictSchema(schema).transform()["properties"]["x"]
-    assert out["anyOf"][0]["properties"] == {"a": {"type": "string"}, "b": {"type": "boolean"}}
-    assert "allOf:" in out["description"]  # the conflicting branch is stated, not lost
+    out = OpenAIStrictSchema(schema).transform()["properties"]["x"]["anyOf"][0]
+    assert out["properties"]["b"] == {"type": "boolean"}
+    # The branches disagree on `a`: its type stays the first branch's, the other is stated on `a` itself
+    # (not lost, and not left as a loose `{"properties": ...}` fragment that reads as an open object).
+    assert out["properties"]["a"]["type"] == "string"
+    assert (
+        "allOf:" in out["properties"]["a"]["description"]
+        and "integer" in out["properties"]["a"]["description"]
+    )
+    assert out["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("fmt", ["openai", "openai-responses", "anthropic"])
+def test_all_of_branches_describing_one_property_differently_stay_strict(fmt: str) -> None:
+    # Found by the property test with ten times its examples: two closed branches that say different
+    # things about the same property (one narrows it, one describes it) made the strict export fall back
+    # to non-strict, and the checker then found the plain schema breaking strict rules.
+    def closed(props: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "properties": props, "required": [], "additionalProperties": False}
+
+    shared = {
+        "allOf": [
+            closed({"name": {"type": "string", "maxLength": 10}}),
+            closed({"name": {"type": "string", "minLength": 1, "description": "The name."}}),
+        ]
+    }
+    params = {
+        "type": "object",
+        "properties": {"s": {"$ref": "#/$defs/S"}},
+        "required": ["s"],
+        "$defs": {"S": shared},
+    }
+    tool = Tool.from_schema("t", "A tool.", params)
+    definition = FORMATS[fmt].definition(tool, strict=True)
+    body = definition.get("function", definition)
+    assert body["strict"] is True
+    assert check(definition, fmt, strict=True) == []
+    name = (body.get("parameters") or body["input_schema"])["$defs"]["S"]["properties"]["name"]
+    assert name["type"] == "string" and name["description"].startswith("The name.")
 
 
 def test_description_notes_read_as_sentences() -> None:

@@ -660,7 +660,8 @@ class SchemaTransformer:
         return {**{k: v for k, v in target.items() if k not in DEFINITIONS}, **siblings}
 
     def merge_all_of(self, node: dict[str, Any], at: At) -> dict[str, Any]:
-        """Fold `allOf` branches into the node (properties and required are unioned).
+        """Fold `allOf` branches into the node (properties and required are unioned; a property two
+        branches describe differently becomes the `allOf` of both descriptions).
 
         Branches that are `$ref`s are resolved first (one step; a branch that is itself an `allOf` is folded
         in turn, a bounded number of times). Keywords that conflict with what the node already says cannot
@@ -687,7 +688,10 @@ class SchemaTransformer:
                     props = dict(merged.get("properties") or {})
                     for name, sub in value.items():
                         if name in props and props[name] != sub:
-                            conflict.setdefault("properties", {})[name] = sub
+                            # Both branches constrain the property: it must meet both, which is the
+                            # property's own `allOf` (folded in turn when the walk reaches it). Left as a
+                            # separate `{"properties": ...}` fragment, it would read as an open object.
+                            props[name] = {"allOf": [props[name], sub]}
                         else:
                             props[name] = sub
                     merged["properties"] = props
