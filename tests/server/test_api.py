@@ -172,7 +172,22 @@ async def test_unknown_routes_and_methods_are_problems(service: Service) -> None
     assert r.headers["allow"] == "POST"
     # One path, two routes (GET and DELETE): `Allow` names both, not only the first route that matched.
     r = await service.alice.http.request("OPTIONS", "/api/v1/conversations/conv_x")
-    assert r.status_code == 405 and r.headers["allow"] == "GET, DELETE"
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD, DELETE"
+
+
+async def test_every_get_route_answers_head_without_a_body(service: Service) -> None:
+    http = service.alice.http
+    for path in ("/healthz", "/readyz", "/", "/api/v1/me", "/api/v1/tasks", "/api/v1/tools"):
+        got, head = await http.get(path), await http.head(path)
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b"", path
+        assert head.headers["content-type"] == got.headers["content-type"], path
+        assert head.headers["content-length"] == got.headers["content-length"], path
+        assert head.headers["x-request-id"].startswith("req_")
+    r = await http.head("/api/v1/tasks", headers={"Authorization": "Bearer trk_nope"})
+    assert r.status_code == 401 and r.content == b""
+    r = await http.head("/api/v1/chat")  # a POST route: still not HEAD
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
 
 
 async def test_tokens_are_required_and_revocable(service: Service) -> None:

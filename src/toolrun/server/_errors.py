@@ -168,11 +168,14 @@ def _allowed_methods(request: Request) -> list[str]:
     """The methods some route of the app takes at the request's path: each one tried against the routes'
     public `matches` (FastAPI's included routers answer it for the routes inside them)."""
     routes = request.app.router.routes
-    return [
+    allowed = [
         method
         for method in _METHODS
         if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
     ]
+    if "GET" in allowed and "HEAD" not in allowed:  # the request middleware answers HEAD for every GET
+        allowed.insert(allowed.index("GET") + 1, "HEAD")
+    return allowed
 
 
 def install_error_handlers(app: FastAPI) -> None:

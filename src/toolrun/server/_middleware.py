@@ -1,5 +1,5 @@
 """One pure-ASGI middleware (no BaseHTTPMiddleware: it would buffer SSE): request ids, the body size
-limit (413), one log line and the metrics of every request."""
+limit (413), `HEAD` answered as `GET` without the body, one log line and the metrics of every request."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolrun.server._errors import problem_body
@@ -21,6 +22,10 @@ class _TooLarge(StarletteHTTPException):
     # (any other exception there becomes a 400), and the problem handler answers 413.
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"The request body is larger than {limit} bytes.")
+
+
+class _HeadAnswered(Exception):
+    """Raised into the app once a `HEAD` request has its status and headers: the body is not wanted."""
 
 
 class RequestMiddleware:
@@ -40,6 +45,12 @@ class RequestMiddleware:
         status_holder = [500]
         started = [False]
         limit = self.max_body_bytes
+        # Every GET route answers HEAD too (RFC 9110 9.3.2; FastAPI routes take only the methods they
+        # name): the app sees a GET, the client gets its status and headers, and the app is stopped as
+        # soon as they are sent (no body is produced for nobody). Apps that take HEAD themselves (the MCP
+        # mount, static files) get it as it is.
+        head = scope.get("method") == "HEAD" and _get_stands_for_head(scope)
+        app_scope = {**scope, "method": "GET"} if head else scope
 
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -48,6 +59,10 @@ class RequestMiddleware:
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", request_id.encode()))
                 message = {**message, "headers": headers}
+                if head:
+                    await send(message)
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    raise _HeadAnswered
             await send(message)
 
         try:
@@ -65,7 +80,9 @@ class RequestMiddleware:
                         raise _TooLarge(limit)
                 return message
 
-            await self.app(scope, receive_wrapper, send_wrapper)
+            await self.app(app_scope, receive_wrapper, send_wrapper)
+        except _HeadAnswered:
+            pass
         except _TooLarge:
             if started[0]:
                 raise
@@ -87,6 +104,18 @@ class RequestMiddleware:
                 request_id=request_id,
                 user_id=state.get("user_id"),
             )
+
+
+def _get_stands_for_head(scope: Scope) -> bool:
+    """Whether no route of the app takes this HEAD request but one takes it as a GET."""
+    app = scope.get("app")
+    routes = getattr(getattr(app, "router", None), "routes", ())
+
+    def taken(method: str) -> bool:
+        probe = {**scope, "method": method}
+        return any(route.matches(probe)[0] == Match.FULL for route in routes)
+
+    return not taken("HEAD") and taken("GET")
 
 
 def _content_length(scope: Scope) -> int | None:
