@@ -8,8 +8,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BeforeValidator
 
-from toolrun.apps.tasks import TaskQuery
+from toolrun.apps.tasks import TaskQuery, parse_eta
 from toolrun.apps.tasks._store import iso
+from toolrun.results import ToolError
 from toolrun.server._errors import PROBLEM_RESPONSES
 from toolrun.server.deps import CurrentUser, State
 from toolrun.server.schemas import TaskList
@@ -18,16 +19,13 @@ router = APIRouter(prefix="/api/v1", tags=["tasks"], responses=PROBLEM_RESPONSES
 
 
 def _iso_8601(value: object) -> object:
-    """An ISO 8601 date or date-time only: Pydantic would also read `0.5` or `1700000000` as a Unix time,
-    which in a filter is far likelier a client's mistake than a date."""
+    """An ISO 8601 date or date-time only, read as the `query_tasks` tool reads it (`parse_eta`): Pydantic
+    alone would also read `0.5` or `1700000000` as a Unix time, in a filter far likelier a mistake."""
     if not isinstance(value, str):
         return value
-    text = value.strip()
     try:
-        if len(text) == 10:
-            return date.fromisoformat(text)
-        return datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
+        return parse_eta(value, field="date")
+    except ToolError:
         raise ValueError("not an ISO 8601 date or date-time (2026-12-01, 2026-12-01T17:00:00Z)") from None
 
 
