@@ -131,12 +131,26 @@ async def test_create_task_returns_the_contract_fields(tools: Tools) -> None:
         ({"title": "ok", "priority": "urgent"}, "INVALID_PRIORITY"),
         ({"title": "ok", "eta": "next tuesday"}, "INVALID_ETA"),
         ({"title": "ok", "eta": "2026-13-45"}, "INVALID_ETA"),
+        ({"title": "ok", "eta": "0001-01-01T00:30:00+01:00"}, "INVALID_ETA"),  # year 0 in UTC: overflowed
+        ({"title": "ok", "eta": "9999-12-31T23:30:00-01:00"}, "INVALID_ETA"),  # year 10000 in UTC
     ],
 )
 async def test_create_task_errors_say_what_to_do(tools: Tools, arguments: dict[str, Any], code: str) -> None:
     error = await tools("create_task", **arguments)
     assert error.code == code
     assert error.recover_action
+
+
+async def test_early_years_keep_the_fixed_width_that_sql_compares(tools: Tools) -> None:
+    # ETAs are stored as `YYYY-MM-DDTHH:MM:SSZ` text and compared as text: `%Y` wrote year 999 as "999-...",
+    # which sorts after "2026-...".
+    old = await tools("create_task", title="Ancient", eta="0999-12-31")
+    assert old["eta"] == "0999-12-31T00:00:00Z"
+    await tools("create_task", title="Soon", eta="2026-12-01")
+    r = await tools("query_tasks", filters={"due_before": "2000-01-01"})
+    assert [t["title"] for t in r["tasks"]] == ["Ancient"]
+    r = await tools("query_tasks")
+    assert [t["title"] for t in r["tasks"]] == ["Ancient", "Soon"]
 
 
 async def test_update_is_idempotent_and_checks_values(tools: Tools) -> None:

@@ -130,10 +130,16 @@ def utcnow() -> str:
 
 
 def iso(value: datetime) -> str:
-    """A datetime as `YYYY-MM-DDTHH:MM:SSZ` in UTC (naive values are taken as UTC)."""
+    """A datetime as `YYYY-MM-DDTHH:MM:SSZ` in UTC, always that width (naive values are taken as UTC).
+
+    Raises:
+        OverflowError: the time in UTC falls outside years 1-9999.
+    """
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    value = value.astimezone(UTC)
+    # `%Y` does not pad years before 1000 ("999-12-31"), and these strings are compared as text in SQL.
+    return f"{value.year:04d}" + value.strftime("-%m-%dT%H:%M:%SZ")
 
 
 def search_words(text: str) -> list[str]:

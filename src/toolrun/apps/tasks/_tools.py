@@ -53,14 +53,14 @@ def parse_eta(value: str, *, field: str = "eta") -> str:
             parsed = datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
         else:
             parsed = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
+        return iso(parsed)
+    except (ValueError, OverflowError):  # not a date; or one whose UTC time is outside years 1-9999
         raise ToolError(
             "INVALID_ETA",
             f"{field} {value[:40]!r} is not an ISO 8601 date or date-time.",
             recover_action="Use a date like 2026-12-01 or a date-time like 2026-12-01T17:00:00Z.",
             details={"field": field},
         ) from None
-    return iso(parsed)
 
 
 def _user(ctx: ToolContext[Any]) -> str:
