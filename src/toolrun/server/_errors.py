@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import Scope
 
 __all__ = ["PROBLEM_RESPONSES", "Problem", "ServiceError", "install_error_handlers", "problem_response"]
 
@@ -164,16 +165,22 @@ _UNREADABLE: dict[type[BaseException], str] = {
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
-def _allowed_methods(request: Request) -> list[str]:
+def methods_taken(scope: Scope) -> list[str]:
     """The methods some route of the app takes at the request's path: each one tried against the routes'
     public `matches` (FastAPI's included routers answer it for the routes inside them)."""
-    routes = request.app.router.routes
-    allowed = [
+    routes = getattr(getattr(scope.get("app"), "router", None), "routes", ())
+    return [
         method
         for method in _METHODS
-        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+        if any(route.matches({**scope, "method": method})[0] == Match.FULL for route in routes)
     ]
-    if "GET" in allowed and "HEAD" not in allowed:  # the request middleware answers HEAD for every GET
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """`Allow` of a 405: the methods taken at the path, `HEAD` beside every `GET` (the request middleware
+    answers it)."""
+    allowed = methods_taken(request.scope)
+    if "GET" in allowed and "HEAD" not in allowed:
         allowed.insert(allowed.index("GET") + 1, "HEAD")
     return allowed
 

@@ -8,10 +8,9 @@ import time
 from typing import Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolrun.server._errors import problem_body
+from toolrun.server._errors import methods_taken, problem_body
 from toolrun.server._observe import Observer
 
 __all__ = ["RequestMiddleware"]
@@ -108,14 +107,8 @@ class RequestMiddleware:
 
 def _get_stands_for_head(scope: Scope) -> bool:
     """Whether no route of the app takes this HEAD request but one takes it as a GET."""
-    app = scope.get("app")
-    routes = getattr(getattr(app, "router", None), "routes", ())
-
-    def taken(method: str) -> bool:
-        probe = {**scope, "method": method}
-        return any(route.matches(probe)[0] == Match.FULL for route in routes)
-
-    return not taken("HEAD") and taken("GET")
+    taken = methods_taken(scope)
+    return "HEAD" not in taken and "GET" in taken
 
 
 def _content_length(scope: Scope) -> int | None:
