@@ -54,7 +54,7 @@ from toolrun.runtime import _errors
 from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, ok_result, truncate
 from toolrun.runtime._events import ToolRetrying
 from toolrun.runtime._invocation import Invocation
-from toolrun.runtime._watchdog import watchdog
+from toolrun.runtime._watchdog import Box, watchdog
 from toolrun.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -86,19 +86,22 @@ class _Abandoned(Exception):
 class _Resume:
     """Awaits the rest of a coroutine whose first step already ran (what `yield from` would do).
 
-    One addition: a coroutine that swallows the `CancelledError` thrown into it (a timeout, or the
-    caller's cancellation) and keeps waiting gets `grace` seconds; then it is closed (`GeneratorExit` at
-    its suspension point, so its `finally` blocks run) and `_Abandoned` is raised, so that even such a
-    tool cannot hold the call forever. Nothing of this runs unless a cancellation is thrown in.
+    One addition: a coroutine that swallows the `CancelledError` the executor's own time box threw into
+    it and keeps waiting gets `grace` seconds; then it is closed (`GeneratorExit` at its suspension
+    point, so its `finally` blocks run) and `_Abandoned` is raised, so that even such a tool cannot hold
+    the call forever. Only the time box's cancellation counts (`box`, set by `_boxed`): a tool's own
+    `asyncio.timeout`, anyio cancel scope or task group (httpx connects through one) cancels the same
+    task and goes on working after it, as it should. Nothing of this runs unless the box expired.
     """
 
-    __slots__ = ("_abandon", "_coro", "_first", "_grace")
+    __slots__ = ("_abandon", "_coro", "_first", "_grace", "box")
 
     def __init__(self, coro: types.CoroutineType[Any, Any, Any], first: Any, grace: float) -> None:
         self._coro = coro
         self._first = first
         self._grace = grace
         self._abandon = False
+        self.box: Box | None = None
 
     def __await__(self) -> Generator[Any, Any, Any]:
         coro = self._coro
@@ -126,7 +129,13 @@ class _Resume:
                         value = coro.throw(exc)
                     except StopIteration as stop:
                         return stop.value
-                    if handle is None and isinstance(exc, asyncio.CancelledError):  # swallowed
+                    box = self.box
+                    if (
+                        handle is None
+                        and box is not None
+                        and box.expired()
+                        and isinstance(exc, asyncio.CancelledError)
+                    ):
                         handle = asyncio.get_running_loop().call_later(
                             self._grace, self._give_up, _current_task()
                         )
@@ -152,6 +161,8 @@ async def _boxed(pending: Any, seconds: float, limit: float, by_deadline: bool) 
         async with asyncio.timeout(seconds):
             return await pending
     box = watchdog(asyncio.get_running_loop()).box(seconds, task)
+    if type(pending) is _Resume:
+        pending.box = box
     try:
         value = await pending
     except BaseException as exc:
