@@ -142,10 +142,29 @@ async def test_unexpected_exception_is_execution_failed_with_an_error_id_and_no_
     error_id = r.error.details["error_id"]
     assert error_id.startswith("err_") and error_id in r.error.message
     assert "secret-detail" not in r.render() and "KeyError" not in r.render()
-    [record] = [rec for rec in caplog.records if rec.name == "toolrun"]
-    assert record.levelno == logging.ERROR and error_id in record.getMessage()
-    assert record.exc_info is not None and "secret-detail" not in caplog.text
+    # One line at ERROR naming the error id; the (redacted) traceback only at DEBUG.
+    [line, stack] = [rec for rec in caplog.records if rec.name == "toolrun"]
+    assert line.levelno == logging.ERROR and error_id in line.getMessage() and line.exc_info is None
+    assert stack.levelno == logging.DEBUG and error_id in stack.getMessage()
+    assert stack.exc_info is not None and "secret-detail" not in caplog.text
     assert "KeyError" in caplog.text and "Traceback" in caplog.text  # the type and stack are kept
+
+
+async def test_a_failing_tool_logs_one_line_without_a_traceback_by_default(
+    make_executor: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool
+    async def broken() -> int:
+        """Always fails."""
+        raise RuntimeError("boom")
+
+    ex = make_executor(broken)
+    with caplog.at_level(logging.INFO):
+        r = await ex.execute(call("broken"))
+    [record] = [rec for rec in caplog.records if rec.name == "toolrun"]
+    assert r.error is not None and r.error.details["error_id"] in record.getMessage()
+    assert "RuntimeError" in record.getMessage() and record.exc_info is None
+    assert "Traceback" not in caplog.text
 
 
 async def test_exception_messages_can_be_logged_when_asked(

@@ -660,6 +660,7 @@ class Agent:
             error_id,
             level=logging.WARNING,
             redact=not self.executor.log_exception_messages,
+            one_line=True,
         )
         name = type(exc).__name__
         if isinstance(exc, ToolrunError):

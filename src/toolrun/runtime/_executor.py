@@ -427,6 +427,7 @@ class ToolExecutor:
             error_id,
             inv.call.id,
             redact=not self.log_exception_messages,
+            one_line=True,
         )
         if cancelled:
             return _errors.cancelled_by_tool(inv.call.id, inv.tool.name, error_id)

@@ -67,8 +67,24 @@ def log_exception(
     *args: Any,
     level: int = logging.ERROR,
     redact: bool = True,
+    one_line: bool = False,
 ) -> None:
-    """Log `message % args` with `exc`'s traceback; its message is redacted unless `redact=False`."""
+    """Log `message % args` with `exc`'s traceback; its message is redacted unless `redact=False`.
+
+    `one_line=True` is for failures the caller turns into a result and goes on (a tool that raised, a
+    model that failed a run): the record at `level` is the line alone (it names the error id), and the
+    traceback goes in a second record at DEBUG (with `redact=False` the line also carries the exception's
+    message), so a working application's stderr is not a wall of
+    stacks for failures it already handles.
+    """
+    if one_line:
+        if logger.isEnabledFor(level):
+            if redact:
+                logger.log(level, message, *args)
+            else:  # the developer asked for messages: the line carries it
+                logger.log(level, message + ": %s", *args, exc)
+        level = logging.DEBUG
+        message = "Traceback of: " + message
     if not logger.isEnabledFor(level):
         return
     exc_info: Any = redacted_exc_info(exc) if redact else (type(exc), exc, exc.__traceback__)
