@@ -67,12 +67,22 @@ docs: $(STAMP)
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
-# The task assistant on http://127.0.0.1:8000 (SQLite in ./toolrun.db; user "demo" and its sign-in link
-# on first run). Settings: TOOLRUN_* in the environment or .env (docs/service.md).
-serve: $(STAMP)
+# The task assistant on http://$(HOST):$(PORT) (SQLite in ./toolrun.db; user "demo" and its sign-in link
+# on first run). Installs only what serving needs (the [server] extra), not the dev toolchain; a .venv
+# made by `make test` is reused as it is. Settings: TOOLRUN_* in the environment or .env (docs/service.md).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SERVE_STAMP := $(VENV)/.served
+
+$(SERVE_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[server]'
+	touch $(SERVE_STAMP)
+
+serve: $(SERVE_STAMP)
 	$(BIN)/toolrun db upgrade
-	$(BIN)/toolrun serve --host 127.0.0.1 --port 8000 --demo-user demo
+	$(BIN)/toolrun serve --host $(HOST) --port $(PORT) --demo-user demo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis site
