@@ -112,6 +112,49 @@ def test_docs_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "runtime" / "index.html").is_file()
+    _diagrams_render_offline(tmp_path / "site")
+
+
+def _diagrams_render_offline(site: Path) -> None:
+    """The built site, served on 127.0.0.1 and opened in headless Chromium with every other host
+    unreachable, draws its mermaid diagrams: the script is bundled, not fetched from a CDN."""
+    import functools
+    import http.server
+    import threading
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_address[1]}/service/")
+        # Material draws each diagram into a closed shadow root of an (otherwise empty) div: a drawn
+        # diagram is one with a height; an undrawn one stays an empty div or the source text.
+        height = (
+            "const e = document.querySelector('div.mermaid'); return e ? e.getBoundingClientRect().height : 0"
+        )
+        WebDriverWait(driver, 30, poll_frequency=0.2).until(
+            lambda d: d.execute_script(height) > 100, "no mermaid diagram was drawn on docs/service.md"
+        )
+    finally:
+        driver.quit()
+        server.shutdown()
+        server.server_close()
 
 
 def test_every_picture_in_docs_images_is_shown_and_exists() -> None:
