@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,9 +14,14 @@ from typing import Any
 
 import httpx
 import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
 
 JS_DIR = Path(__file__).resolve().parents[2] / "js"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 @dataclass
@@ -102,3 +108,36 @@ def run_node(js_dir: Path, script: str, payload: dict[str, Any], timeout: float 
     report: dict[str, Any] = json.loads(result.stdout)
     report["stderr"] = result.stderr
     return report
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """Headless Chromium with a fresh profile; fails (never skips) when Chromium or its driver is missing."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if shutil.which(path) is None:
+            pytest.fail(f"{path} is missing: apt-get install chromium chromium-driver (`make test` does).")
+    profile = tempfile.mkdtemp(prefix="toolrun-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)

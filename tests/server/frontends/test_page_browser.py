@@ -4,15 +4,12 @@ real server with the demo model. Screenshots of each step go to tests/artifacts/
 from __future__ import annotations
 
 import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -22,44 +19,9 @@ from .conftest import ARTIFACTS, LiveServer
 
 pytestmark = pytest.mark.timeout(180)
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 XSS_TITLE = "<img src=x onerror=alert(1)>"
 DOCS_IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
 DOCS_SHOTS = {"2-task-added", "3-confirmation", "4-approved", "6-markup-as-text"}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    """Headless Chromium with a fresh profile; fails (never skips) when Chromium or its driver is missing."""
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if shutil.which(path) is None:
-            pytest.fail(f"{path} is missing: apt-get install chromium chromium-driver (`make test` does).")
-    profile = tempfile.mkdtemp(prefix="toolrun-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 class Page:

@@ -15,13 +15,16 @@ export function clearToken() {
   sessionStorage.removeItem(TOKEN_KEY);
 }
 
-/** An error with words a person can act on. */
+/** An error with words a person can act on. `status` 0: the server was not reached (nothing was sent). */
 export class ApiError extends Error {
   constructor(message, status) {
     super(message);
     this.status = status;
   }
 }
+
+/** The stream of an answer broke off: the server went away (or restarted) while it was answering. */
+export class StreamCut extends Error {}
 
 const PLAIN = {
   401: "Your token was not accepted. Sign in again with a valid token.",
@@ -42,7 +45,11 @@ async function problem(response) {
   } catch {
     // not JSON: keep the plain words below
   }
-  const plain = PLAIN[response.status] || `The server answered with an error (${response.status}).`;
+  const plain =
+    PLAIN[response.status] ||
+    (response.status === 503
+      ? "The server is busy or restarting. Try again in a moment."
+      : `The server answered with an error (${response.status}).`);
   return new ApiError(detail && response.status !== 401 ? `${plain} ${detail}` : plain, response.status);
 }
 
@@ -69,14 +76,21 @@ export async function del(path) {
 
 /**
  * POST a body and read the response as server-sent events, calling onEvent(name, data) for each one.
- * (EventSource cannot POST or send a token, so the stream is read from fetch.)
+ * (EventSource cannot POST or send a token, so the stream is read from fetch.) Throws ApiError when the
+ * request is refused or never arrives, StreamCut when the answer breaks off midway.
  */
 export async function stream(path, body, onEvent) {
   const response = await request("POST", path, body);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
-    const { value, done } = await reader.read();
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch {
+      throw new StreamCut("The connection to the server was lost before the answer was finished.");
+    }
+    const { value, done } = chunk;
     if (done) break;
     buffer += value.replace(/\r\n/g, "\n");
     let end;
@@ -98,5 +112,14 @@ export async function stream(path, body, onEvent) {
       }
       onEvent(name, parsed);
     }
+  }
+}
+
+/** Whether the server answers its health check (used to reconnect after a cut). */
+export async function serverIsUp() {
+  try {
+    return (await fetch("/healthz", { cache: "no-store" })).ok;
+  } catch {
+    return false;
   }
 }

@@ -1,6 +1,15 @@
 // The page: sign in, conversations, chat with streaming text, tool and confirmation cards, the task list.
-import { ApiError, clearToken, getJSON, getToken, setToken, stream } from "./api.js";
-import { assistantBubble, confirmationCard, el, taskItem, toolCard, userBubble } from "./view.js";
+import { ApiError, StreamCut, clearToken, getJSON, getToken, serverIsUp, setToken, stream } from "./api.js";
+import {
+  assistantBubble,
+  confirmationCard,
+  el,
+  markFailed,
+  markInterrupted,
+  taskItem,
+  toolCard,
+  userBubble,
+} from "./view.js";
 
 const CONVERSATION_KEY = "toolrun.conversation";
 const $ = (id) => document.getElementById(id);
@@ -16,7 +25,7 @@ const state = {
 
 function showError(error) {
   const box = $("error");
-  const words = error instanceof ApiError || error instanceof Error ? error.message : String(error);
+  const words = error instanceof Error ? error.message : String(error);
   box.textContent = words;
   box.hidden = false;
   if (error instanceof ApiError && error.status === 401) signOut(false);
@@ -66,7 +75,26 @@ async function start() {
   $("sign-out").hidden = false;
   await refreshTasks();
   if (state.conversationId) await openConversation(state.conversationId);
+  updateEmpty();
   $("message").focus();
+}
+
+// -- which panel a phone shows (a desktop shows all three) --------------------------------------------------
+
+function show(view) {
+  $("app").dataset.view = view;
+  for (const button of document.querySelectorAll(".views button")) {
+    button.setAttribute("aria-pressed", button.dataset.show === view ? "true" : "false");
+  }
+}
+
+function updateEmpty() {
+  $("empty").hidden = $("messages").childElementCount > 0;
+}
+
+function scrollToEnd() {
+  const scroller = $("scroller");
+  scroller.scrollTop = scroller.scrollHeight;
 }
 
 // -- conversations ---------------------------------------------------------------------------------------
@@ -85,13 +113,16 @@ async function refreshConversations() {
   const list = $("conversation-list");
   list.replaceChildren(
     ...conversations.map((c) => {
-      const button = el("button", {
-        type: "button",
-        "data-id": c.id,
-        "aria-current": c.id === state.conversationId ? "true" : "false",
-        text: c.title + (c.awaiting_confirmation ? " (waiting for you)" : ""),
+      const button = el(
+        "button",
+        { type: "button", "data-id": c.id, "aria-current": c.id === state.conversationId ? "true" : "false" },
+        c.title,
+        c.awaiting_confirmation ? el("span", { class: "waiting", text: "waiting for your decision" }) : null,
+      );
+      button.addEventListener("click", () => {
+        show("chat");
+        openConversation(c.id);
       });
-      button.addEventListener("click", () => openConversation(c.id));
       return el("li", {}, button);
     }),
   );
@@ -102,6 +133,7 @@ function resetChat() {
   $("messages").replaceChildren();
   state.cards.clear();
   state.confirmations.clear();
+  updateEmpty();
 }
 
 async function openConversation(id) {
@@ -124,10 +156,11 @@ async function openConversation(id) {
   for (const m of detail.messages) {
     if (m.role === "user") messages.append(userBubble(m.content));
     else if (m.role === "assistant") {
-      if (m.content) {
+      if (m.content || m.interrupted) {
         const { item, body } = assistantBubble();
-        body.textContent = m.content;
+        body.textContent = m.content || "";
         messages.append(item);
+        if (m.interrupted) markInterrupted(item, "Interrupted: the server stopped before this answer was finished.");
       }
       for (const call of m.tool_calls || []) addToolCard(call.id, call.name, call.arguments);
     } else if (m.role === "tool") {
@@ -149,7 +182,8 @@ async function openConversation(id) {
     }
   }
   for (const pending of detail.pending || []) addConfirmation(pending);
-  messages.lastElementChild?.scrollIntoView({ block: "end" });
+  updateEmpty();
+  scrollToEnd();
 }
 
 // -- a run's events --------------------------------------------------------------------------------------
@@ -164,18 +198,17 @@ function addToolCard(callId, tool, args) {
 function addConfirmation(pending) {
   if (state.confirmations.has(pending.confirmation_id)) return;
   for (const card of state.cards.values()) {
-    if (card.card.dataset.tool === pending.tool && !card.card.querySelector(".result:not([hidden])")) {
-      card.finish({ status: "confirmation_required" });
-    }
+    if (card.card.dataset.tool === pending.tool && !card.card.dataset.finished) card.finish({ status: "confirmation_required" });
   }
   const confirmation = confirmationCard(pending, (approve, settle) => decide(pending.confirmation_id, approve, settle));
   state.confirmations.set(pending.confirmation_id, confirmation);
   $("messages").append(confirmation.card);
-  confirmation.card.scrollIntoView({ block: "end" });
+  updateEmpty();
+  scrollToEnd();
   confirmation.approve.focus();
 }
 
-function handlers() {
+function handlers(progress) {
   let bubble = null;
   let bubbleFor = null;
   return (name, data) => {
@@ -185,52 +218,88 @@ function handlers() {
       if (!bubble || bubbleFor !== data.message_id) {
         const fresh = assistantBubble();
         $("messages").append(fresh.item);
-        bubble = fresh.body;
+        bubble = fresh;
         bubbleFor = data.message_id;
+        progress.bubble = fresh.item;
       }
-      bubble.textContent += data.text;
+      bubble.body.textContent += data.text;
     } else if (name === "tool_call_started") {
       bubble = null;
       addToolCard(data.call_id, data.tool, data.arguments);
     } else if (name === "tool_call_finished") {
       const card = state.cards.get(data.call_id) || addToolCard(data.call_id, data.tool, null);
+      const waited = card.card.dataset.waited === "true";
       card.finish(data);
+      // A held call's result comes after the decision that let it run, not above it.
+      if (waited) $("messages").append(card.card);
       refreshTasks();
     } else if (name === "confirmation_required") {
       bubble = null;
       addConfirmation(data);
     } else if (name === "run_finished") {
+      progress.finished = true;
       if (!["completed", "awaiting_confirmation", "needs_user_input"].includes(data.status)) {
         showError(`The assistant stopped before answering (${data.status})${data.error ? `: ${data.error}` : "."}`);
       }
     } else if (name === "error") {
+      progress.finished = true;
       showError(`Something went wrong on the server: ${data.message}`);
     }
-    $("messages").lastElementChild?.scrollIntoView({ block: "end" });
+    updateEmpty();
+    scrollToEnd();
   };
+}
+
+/** Wait for the server to come back, then show the conversation as the server kept it. */
+async function reconnect() {
+  for (let wait = 1000; !(await serverIsUp()); wait = Math.min(wait * 2, 10000)) {
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  clearError();
+  if (state.conversationId) await openConversation(state.conversationId);
+  await Promise.all([refreshConversations().catch(() => {}), refreshTasks()]);
 }
 
 async function run(path, body) {
   state.busy = true;
   $("send").disabled = true;
+  const progress = { finished: false, bubble: null };
   try {
-    await stream(path, body, handlers());
+    await stream(path, body, handlers(progress));
+    if (!progress.finished) throw new StreamCut("The answer stopped before it was finished.");
+  } catch (error) {
+    if (!(error instanceof StreamCut)) throw error;
+    let item = progress.bubble;
+    if (!item) {
+      item = assistantBubble().item;
+      $("messages").append(item);
+    }
+    markInterrupted(item, "Interrupted: the connection to the server was lost before the answer was finished.");
+    scrollToEnd();
+    showError("The server went away while it was answering. Reconnecting when it is back…");
+    reconnect();
+    return;
   } finally {
     state.busy = false;
     $("send").disabled = false;
-    await Promise.all([refreshConversations().catch(() => {}), refreshTasks()]);
   }
+  await Promise.all([refreshConversations().catch(() => {}), refreshTasks()]);
 }
 
-async function send(text) {
+async function send(text, item = null) {
   clearError();
-  $("messages").append(userBubble(text));
+  const bubble = item || userBubble(text);
+  if (!item) $("messages").append(bubble);
+  updateEmpty();
+  scrollToEnd();
   const body = { message: text };
   if (state.conversationId) body.conversation_id = state.conversationId;
   try {
     await run("/api/v1/chat/stream", body);
   } catch (error) {
-    showError(error);
+    // Refused or never arrived: the message stays on the page, marked, with a way to send it again.
+    markFailed(bubble, `Not sent: ${error.message}`, () => send(text, bubble));
+    if (error instanceof ApiError && error.status === 401) showError(error);
   }
 }
 
@@ -250,9 +319,10 @@ async function refreshTasks() {
   try {
     const { tasks, total } = await getJSON("/api/v1/tasks?limit=200&sort=created_desc");
     $("task-list").replaceChildren(...tasks.map(taskItem));
-    $("task-count").textContent = total === 1 ? "1 task" : `${total} tasks`;
+    $("task-count").textContent = total === 0 ? "No tasks yet." : total === 1 ? "1 task" : `${total} tasks`;
+    $("task-badge").textContent = total ? String(total) : "";
   } catch (error) {
-    showError(error);
+    if (!(error instanceof ApiError && error.status === 0)) showError(error);
   }
 }
 
@@ -270,9 +340,19 @@ $("sign-out").addEventListener("click", () => signOut(true));
 $("new-conversation").addEventListener("click", () => {
   setConversation(null);
   resetChat();
+  show("chat");
   $("message").focus();
 });
 $("refresh-tasks").addEventListener("click", refreshTasks);
+for (const button of document.querySelectorAll(".views button")) {
+  button.addEventListener("click", () => show(button.dataset.show));
+}
+for (const button of document.querySelectorAll(".example")) {
+  button.addEventListener("click", () => {
+    $("message").value = button.textContent;
+    $("message").focus();
+  });
+}
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = $("message").value.trim();

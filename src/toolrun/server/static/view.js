@@ -27,8 +27,42 @@ export function pretty(value) {
   }
 }
 
+// -- dates in the reader's locale and time zone --------------------------------------------------------------
+
+const DATE_ONLY = /T00:00(:00(\.0+)?)?(Z|[+-]00:?00)$/;
+
+/**
+ * A due date as a person reads it. A date typed without a time is stored as midnight UTC: it is shown as
+ * that calendar day (in any time zone), not as the evening before; anything else in local time.
+ */
+export function formatDate(iso) {
+  if (typeof iso !== "string" || !iso) return "";
+  const when = new Date(iso);
+  if (Number.isNaN(when.getTime())) return iso;
+  if (DATE_ONLY.test(iso)) return when.toLocaleDateString(undefined, { dateStyle: "medium", timeZone: "UTC" });
+  return when.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+// -- messages ----------------------------------------------------------------------------------------------
+
 export function userBubble(text) {
   return el("li", { class: "msg user" }, el("span", { class: "who", text: "You" }), el("p", { class: "body", text }));
+}
+
+/** Mark a message that never reached the server: it stays, with the reason and a Retry button. */
+export function markFailed(item, words, retry) {
+  item.classList.add("failed");
+  item.querySelector(".note")?.remove();
+  item.querySelector(".retry")?.remove();
+  const button = el("button", { type: "button", class: "retry quiet", text: "Retry" });
+  button.addEventListener("click", () => {
+    item.classList.remove("failed");
+    note.remove();
+    button.remove();
+    retry();
+  });
+  const note = el("p", { class: "note", role: "status", text: words });
+  item.append(note, button);
 }
 
 export function assistantBubble() {
@@ -36,6 +70,15 @@ export function assistantBubble() {
   const item = el("li", { class: "msg assistant" }, el("span", { class: "who", text: "Assistant" }), body);
   return { item, body };
 }
+
+/** Mark an answer that a lost connection or a server restart cut short. */
+export function markInterrupted(item, words) {
+  item.classList.add("interrupted");
+  item.dataset.interrupted = "true";
+  if (!item.querySelector(".note")) item.append(el("p", { class: "note", role: "status", text: words }));
+}
+
+// -- tool cards --------------------------------------------------------------------------------------------
 
 const STATUS_WORDS = {
   running: "running…",
@@ -45,18 +88,68 @@ const STATUS_WORDS = {
   denied: "declined: it did not run",
 };
 
-/** A card for one tool call: tool, arguments, status, result, duration. */
+function scalar(value) {
+  if (value === null || value === undefined) return "—";
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (typeof value === "string" && /^\d{4}-\d{2}-\d{2}T/.test(value)) return formatDate(value);
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+/** `title="Buy milk", due="2026-12-01"`: arguments on one line, for the card's head. */
+function argsLine(args) {
+  if (args === null || args === undefined) return null;
+  if (typeof args !== "object" || Array.isArray(args)) return el("p", { class: "args-line" }, el("code", { text: pretty(args) }));
+  const entries = Object.entries(args);
+  if (!entries.length) return null;
+  const line = el("p", { class: "args-line" });
+  entries.forEach(([name, value], i) => {
+    if (i) line.append(", ");
+    line.append(`${name} `, el("code", { text: typeof value === "string" ? value : JSON.stringify(value) }));
+  });
+  return line;
+}
+
+const isTask = (v) => v && typeof v === "object" && !Array.isArray(v) && typeof v.id === "string" && v.id.startsWith("task_") && "title" in v;
+
+/** A result as a person reads it: tasks as task rows, objects as key/value, lists as lists, text as text. */
+export function resultView(value) {
+  if (isTask(value)) return el("ul", { class: "result-view task-rows" }, taskItem(value));
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    const lists = Object.entries(value).filter(([, v]) => Array.isArray(v) && v.length && v.every(isTask));
+    if (lists.length === 1) {
+      const [key, tasks] = lists[0];
+      const rest = Object.fromEntries(Object.entries(value).filter(([k]) => k !== key));
+      const view = el("div", { class: "result-view" }, el("ul", { class: "task-rows" }, ...tasks.map(taskItem)));
+      if (Object.keys(rest).length) view.append(keyValues(rest));
+      return view;
+    }
+    return el("div", { class: "result-view" }, keyValues(value));
+  }
+  if (Array.isArray(value)) {
+    if (value.length && value.every(isTask)) return el("ul", { class: "result-view task-rows" }, ...value.map(taskItem));
+    return el("ul", { class: "result-view" }, ...value.map((v) => el("li", { text: scalar(v) })));
+  }
+  return el("div", { class: "result-view" }, el("p", { class: "text", text: scalar(value) }));
+}
+
+function keyValues(object) {
+  const list = el("dl");
+  for (const [key, value] of Object.entries(object)) list.append(el("dt", { text: key.replaceAll("_", " ") }), el("dd", { text: scalar(value) }));
+  return list;
+}
+
+/** A card for one tool call: tool, arguments, status, then its result (for people; raw JSON one click away). */
 export function toolCard(callId, tool, args) {
   const status = el("span", { class: "status", "data-status": "running", text: STATUS_WORDS.running });
-  const result = el("pre", { class: "result", hidden: true });
   const duration = el("span", { class: "duration" });
+  const body = el("div", { class: "card-body" });
   const card = el(
     "li",
     { class: "card tool", "data-call-id": callId, "data-tool": tool },
     el("div", { class: "card-head" }, el("span", { class: "tool-name", text: tool }), status, duration),
-    el("p", { class: "args-label", text: "Arguments" }),
-    el("pre", { class: "args", text: pretty(args) }),
-    result,
+    argsLine(args),
+    body,
   );
   return {
     card,
@@ -65,32 +158,43 @@ export function toolCard(callId, tool, args) {
       const key = denied ? "denied" : state;
       status.dataset.status = key;
       status.textContent = STATUS_WORDS[key] || state;
-      if (state === "confirmation_required") return;
-      result.hidden = false;
-      result.textContent = error ? `${error.code}: ${error.message}${error.recover_action ? `\n${error.recover_action}` : ""}` : pretty(value);
+      if (state === "confirmation_required") {
+        card.dataset.waited = "true";
+        return;
+      }
+      card.dataset.finished = "true";
+      const raw = el("pre", { class: "result", text: error ? `${error.code}: ${error.message}` : pretty(value) });
+      if (error) {
+        const words = `${error.message}${error.recover_action ? `\n${error.recover_action}` : ""}`;
+        body.replaceChildren(el("p", { class: "result-label", text: denied ? "Declined" : "Error" }), el("p", { class: "result-error", text: words }));
+      } else {
+        body.replaceChildren(el("p", { class: "result-label", text: "Result" }), resultView(value));
+      }
+      body.append(el("details", { class: "raw" }, el("summary", { text: "Raw JSON" }), raw));
       if (typeof duration_ms === "number") duration.textContent = `${duration_ms.toFixed(1)} ms`;
     },
   };
 }
 
-/** The whole action a person is asked to approve: every argument in full, Approve and Deny. */
+/** The action a person is asked to approve: what it does in words, every argument in full, Approve and Deny. */
 export function confirmationCard(pending, decide) {
   const args = el("dl", { class: "arguments" });
   const entries = pending.arguments && typeof pending.arguments === "object" ? Object.entries(pending.arguments) : [["arguments", pending.arguments]];
   for (const [name, value] of entries) {
-    args.append(el("dt", { text: name }), el("dd", {}, el("pre", { text: pretty(value) })));
+    args.append(el("dt", { text: name }), el("dd", {}, typeof value === "string" ? value : el("pre", { text: pretty(value) })));
   }
   const approve = el("button", { type: "button", class: "approve", text: "Approve" });
   const deny = el("button", { type: "button", class: "deny", text: "Deny" });
   const outcome = el("p", { class: "outcome", role: "status" });
+  const expires = pending.expires_at ? `Expires ${new Date(pending.expires_at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })}` : null;
   const card = el(
     "li",
     { class: "card confirm", "data-confirmation-id": pending.confirmation_id, tabindex: "-1" },
     el("h3", { text: `Confirm: ${pending.tool}` }),
-    el("p", { class: "summary", text: pending.summary }),
+    el("p", { class: "summary", text: pending.preview || pending.summary }),
     args,
-    el("p", { class: "muted", text: `Expires ${new Date(pending.expires_at).toLocaleString()}` }),
     el("div", { class: "actions" }, approve, deny),
+    expires ? el("p", { class: "expires", text: expires }) : null,
     outcome,
   );
   const settle = (words) => {
@@ -110,15 +214,24 @@ export function confirmationCard(pending, decide) {
   return { card, approve, settle };
 }
 
+const STATUS_LABEL = { pending: "to do", in_progress: "in progress", done: "done" };
+
 export function taskItem(task) {
-  const meta = [task.status, task.priority, task.eta ? `due ${task.eta}` : null, ...(task.tags || []).map((t) => `#${t}`)]
-    .filter(Boolean)
-    .join(" · ");
+  const meta = el("span", { class: "task-meta" });
+  const parts = [STATUS_LABEL[task.status] || task.status];
+  if (task.priority && task.priority !== "medium") parts.push(el("span", { class: task.priority, text: task.priority }));
+  if (task.eta) parts.push(`due ${formatDate(task.eta)}`);
+  for (const tag of task.tags || []) parts.push(`#${tag}`);
+  parts.filter(Boolean).forEach((part, i) => {
+    if (i) meta.append(" · ");
+    meta.append(part);
+  });
   return el(
     "li",
     { class: "task", "data-task-id": task.id, "data-status": task.status },
+    el("span", { class: "task-mark", "aria-hidden": "true" }),
     el("span", { class: "task-title", text: task.title || "(untitled)" }),
-    el("span", { class: "task-meta", text: meta }),
+    meta,
     el("code", { class: "task-id", text: task.id }),
   );
 }
