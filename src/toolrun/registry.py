@@ -16,7 +16,7 @@ import difflib
 import hashlib
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack, overload
 
 from toolrun.exceptions import ToolAlreadyExistsError, ToolNotFoundError
@@ -119,29 +119,89 @@ class ToolSet:
             for t in self.tools()
         ]
 
-    def definitions(self, format: str = "openai", *, strict: bool = False) -> builtins.list[dict[str, Any]]:
+    def definitions(
+        self,
+        format: str = "openai",
+        *,
+        strict: bool = False,
+        defer_loading: bool | Collection[str] = False,
+        tool_search: str | None = None,
+        namespaces: Mapping[str, str] | None = None,
+        allowed_callers: Sequence[str] | None = None,
+        eager_input_streaming: bool | None = None,
+    ) -> builtins.list[dict[str, Any]]:
         """Tool definitions in a provider's wire format, cached until the tools change.
 
         Args:
             format: `"openai"` (Chat Completions), `"openai-responses"`, `"anthropic"`, `"gemini"`, `"mcp"`.
             strict: The provider's strict mode (OpenAI structured outputs, Anthropic strict tool use);
                 optional parameters stay optional (required and nullable, `null` meaning the default).
+            defer_loading: For large tool sets (`"openai-responses"`, `"anthropic"`): `True` defers every
+                tool, a collection of names those; the provider loads a deferred tool only when its tool
+                search finds it, and the search tool is added (see `tool_search`).
+            tool_search: `"hosted"` (OpenAI), `"bm25"` or `"regex"` (Anthropic), `"none"`.
+            namespaces: `"openai-responses"`: namespace → description; tools are grouped by their tags.
+            allowed_callers: `"anthropic"`: e.g. `["direct", "code_execution_20250825"]` (programmatic
+                tool calling; the calls still go through the executor's gates).
+            eager_input_streaming: `"anthropic"`: stream tool input as it is generated.
 
         Returns:
             A new list each call; the definitions in it are shared with the cache: treat them as read-only.
+
+        Raises:
+            ValueError: an option the format cannot carry, or `defer_loading` naming unknown tools.
         """
+        plain = (
+            defer_loading is False
+            and tool_search is None
+            and not namespaces
+            and allowed_callers is None
+            and eager_input_streaming is None
+        )
         key = (format, strict)
         version = self.version
         cached = self._exports.get(key)
         if cached is not None and cached[0] == version:
-            return list(cached[1])
-        # Imported here: formats sit above the registry in the layering and import `toolrun.tools` only.
-        from toolrun.formats import get_format
+            exported = cached[1]
+        else:
+            # Imported here: formats sit above the registry in the layering and import `toolrun.tools` only.
+            from toolrun.formats import get_format
 
-        fmt = get_format(format)
-        exported = [fmt.definition(t, strict=strict, name=self.wire_name(t.name)) for t in self.tools()]
-        self._exports[key] = (version, exported)
-        return list(exported)
+            fmt = get_format(format)
+            exported = [fmt.definition(t, strict=strict, name=self.wire_name(t.name)) for t in self.tools()]
+            self._exports[key] = (version, exported)
+        if plain:
+            return list(exported)
+        from toolrun.formats._tool_sets import export_tool_set
+
+        return export_tool_set(
+            format,
+            self.tools(),
+            exported,
+            defer_loading=defer_loading,
+            tool_search=tool_search,
+            namespaces=namespaces,
+            allowed_callers=allowed_callers,
+            eager_input_streaming=eager_input_streaming,
+        )
+
+    def tool_choice(
+        self, format: str, allowed: Iterable[str], *, required: bool = False, parallel: bool | None = None
+    ) -> dict[str, Any]:
+        """Request fields that let the model call only the tools named `allowed` this turn, while the
+        `tools` list (and the provider's prompt cache) stays the whole set: OpenAI's `allowed_tools` tool
+        choice (Chat and Responses), Gemini's `allowed_function_names`. Anthropic has no such field: send
+        `view(...)`'s definitions instead; its `tool_choice` here carries `required` and `parallel` only.
+
+        Raises:
+            ToolNotFoundError: a name in `allowed` is not in this set.
+            ValueError: the format has no such field.
+        """
+        from toolrun.formats._tool_sets import tool_choice
+
+        return tool_choice(
+            format, [self.wire_name(self.get(n).name) for n in allowed], required=required, parallel=parallel
+        )
 
     def search(self, query: str, k: int = 5) -> builtins.list[Tool]:
         """The `k` tools that best match `query` by name, description and parameters, best first.

@@ -1108,7 +1108,18 @@ class _OpenAIChat(_Provider):
 class _OpenAIResponses(_OpenAIChat):
     """Responses API: flat ``{"type": "function", "name", ..., "parameters", "strict"}``."""
 
-    FUNCTION_KEYS = frozenset({"type", "name", "description", "parameters", "strict"})
+    FUNCTION_KEYS = frozenset(
+        {
+            "type",
+            "name",
+            "description",
+            "parameters",
+            "strict",
+            "defer_loading",
+            "allowed_callers",
+            "output_schema",
+        }
+    )
 
     def envelope(self, definition: Mapping[Any, Any]) -> None:
         if definition.get("type") != "function":
@@ -1139,7 +1150,18 @@ class _Anthropic(_Provider):
     FREEFORM_RULE = "ANT-S-FREEFORM"
     NOT_STRICT = None
     KEYS = frozenset(
-        {"name", "description", "input_schema", "strict", "input_examples", "cache_control", "type"}
+        {
+            "name",
+            "description",
+            "input_schema",
+            "strict",
+            "input_examples",
+            "cache_control",
+            "type",
+            "defer_loading",
+            "allowed_callers",
+            "eager_input_streaming",
+        }
     )
 
     def envelope(self, definition: Mapping[Any, Any]) -> None:
@@ -1400,45 +1422,58 @@ def _check_tool(tool: Tool, provider: str, *, strict: bool) -> list[Violation]:
 
 
 def check_request(
-    definitions: Sequence[Mapping[str, Any]], provider: str, *, strict: bool = False
+    definitions: Sequence[Mapping[str, Any]],
+    provider: str,
+    *,
+    strict: bool = False,
+    tool_choice: Mapping[str, Any] | None = None,
 ) -> list[Violation]:
     """Check the tool list of one request: every definition plus request-level limits.
 
-    Paths are prefixed with the definition's index (``"/3/function/name"``); request-level violations
-    (tool counts, Anthropic's strict totals) have the path ``""``.
+    Paths are prefixed with the definition's index (``"/3/function/name"``; a function inside an OpenAI
+    namespace: ``"/3/tools/0/name"``); request-level violations (tool counts, Anthropic's strict totals)
+    have the path ``""``. The large-tool-set entries and rules (tool search, deferred loading, namespaces,
+    ``allowed_callers``, allowed subsets) are in ``_check_tool_sets``.
 
     Args:
         definitions: The ``tools`` list (for Gemini: the function declarations).
         provider: As for :func:`check`.
         strict: As for :func:`check`, applied to every definition.
+        tool_choice: The request's fields that pick a subset, when it has them: ``{"tool_choice": ...}``
+            (OpenAI) or ``{"tool_config": ...}`` (Gemini), e.g. what `ToolRegistry.tool_choice` made.
 
     Returns:
-        All violations: per definition, then ``REQ-DUP-NAME`` and the request limits.
+        All violations: per definition, then ``REQ-DUP-NAME``, the tool-set rules and the request limits.
 
     Raises:
         ValueError: If ``provider`` is unknown.
     """
+    from toolrun.formats._check_tool_sets import split_request
+
     cls = _provider(provider)
-    results = [cls(strict=strict).run(definition) for definition in definitions]
+    split = split_request(provider, definitions, tool_choice)
+    results = [cls(strict=strict).run(definition) for _, definition in split.functions]
     violations = [
-        replace(violation, path=f"/{i}{violation.path}")
-        for i, result in enumerate(results)
+        replace(violation, path=f"{prefix}{violation.path}")
+        for (prefix, _), result in zip(split.functions, results, strict=True)
         for violation in result.violations
     ]
     report = _Report()
-    seen: dict[str, int] = {}
-    for i, result in enumerate(results):
+    seen: dict[str, str] = {}
+    for (prefix, _), result in zip(split.functions, results, strict=True):
         if result.name is None:
             continue
         if result.name in seen:
             report.error(
                 "REQ-DUP-NAME",
-                f"/{i}{result.name_path}",
+                f"{prefix}{result.name_path}",
                 f"tool name {_show(result.name)} is already used by definition {seen[result.name]}; "
                 "names must be unique.",
             )
         else:
-            seen[result.name] = i
+            seen[result.name] = prefix.lstrip("/")
+    for rule, path, message, severity in split.problems:
+        report.add(rule, path, message, severity)  # type: ignore[arg-type]
     if cls.MAX_TOOLS is not None and len(results) > cls.MAX_TOOLS[1]:
         rule, limit = cls.MAX_TOOLS
         report.error(rule, "", f"{len(results)} tools in one request; at most {limit} are supported.")
