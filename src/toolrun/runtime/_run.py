@@ -120,10 +120,13 @@ class _Resume:
                         task = _current_task()
                         if task is not None:
                             task.uncancel()  # our own cancel, not the caller's
-                        try:
-                            coro.close()
-                        except BaseException:  # it ignored GeneratorExit as well: it is dropped anyway
-                            pass
+                        if type(self) is _Resume:
+                            _close(coro, self._grace)
+                        else:  # its cleanup overran its grace too: it is dropped
+                            try:
+                                coro.close()
+                            except BaseException:  # it ignored GeneratorExit as well
+                                pass
                         raise _Abandoned from None
                     try:
                         value = coro.throw(exc)
@@ -152,6 +155,41 @@ class _Resume:
         self._abandon = True
         if task is not None:
             task.cancel()
+
+
+class _Closing(_Resume):
+    """The cleanup of an abandoned coroutine, driven on the loop (see `_close`)."""
+
+    __slots__ = ()
+
+
+_closing: set[asyncio.Task[None]] = set()
+
+
+def _close(coro: types.CoroutineType[Any, Any, Any], grace: float) -> None:
+    """Close an abandoned coroutine: `GeneratorExit` at its suspension point, so its `finally` blocks and
+    `__aexit__`s run. Cleanup that awaits (an `async with` HTTP client or database connection closing)
+    cannot run inside `coro.close()` (Python raises "coroutine ignored GeneratorExit" and leaves it
+    half-closed, to be finalized later outside any loop); it finishes on the loop instead, in a task of its
+    own, for `grace` seconds at most, after which it is closed for good."""
+    try:
+        pending = coro.throw(GeneratorExit)
+    except BaseException:  # closed (GeneratorExit came back), or its cleanup raised: done either way
+        return
+    rest = _Closing(coro, pending, grace)
+    task = asyncio.get_running_loop().create_task(_finish(rest, grace))
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+async def _finish(rest: _Closing, grace: float) -> None:
+    handle = asyncio.get_running_loop().call_later(grace, rest._give_up, _current_task())
+    try:
+        await rest
+    except (Exception, GeneratorExit, asyncio.CancelledError):  # the end of a cleanup, in any form
+        pass
+    finally:
+        handle.cancel()
 
 
 async def _boxed(pending: Any, seconds: float, limit: float, by_deadline: bool) -> Any:
