@@ -185,23 +185,16 @@ class ProcessIsolation:
         return result
 
     async def start(self, workers: int | None = None) -> None:
-        """Start worker processes ahead of the first calls (all of them by default)."""
-        loop = asyncio.get_running_loop()
-        count = self._max if workers is None else min(workers, self._max)
-        started = []
-        for _ in range(count):
-            with self._lock:
-                if self._count >= self._max:
-                    break
-                self._count += 1
-            try:
-                started.append(await loop.run_in_executor(self._io, self._spawn))
-            except BaseException:
-                with self._lock:
-                    self._count -= 1
-                raise
-        for worker in started:
-            self._release(worker)
+        """Start worker processes ahead of the first calls (all of them by default; never past
+        `max_workers`), side by side; returns when they can take calls."""
+        wanted = self._max if workers is None else workers
+        with self._lock:
+            count = max(0, min(wanted, self._max - self._count))
+            self._count += count
+        starting = [self._io.submit(self._spawn) for _ in range(count)]
+        for future in starting:
+            future.add_done_callback(self._adopt)  # idle as soon as it is ready (uncounted if it failed)
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in starting))
 
     @property
     def workers(self) -> int:
