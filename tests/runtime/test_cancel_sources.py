@@ -211,10 +211,14 @@ async def test_a_tool_swallowing_an_outer_timeout_is_dropped_and_the_outer_timeo
     assert time.perf_counter() - started < 5
 
 
-async def test_an_abandoned_tools_async_cleanup_runs_on_the_loop(make_executor: Any) -> None:
+async def test_an_abandoned_tools_async_cleanup_runs_in_its_task_before_the_result(
+    make_executor: Any,
+) -> None:
     """Closing an abandoned tool throws `GeneratorExit` where it waits; its `async with` blocks then await
-    (a client closing its connections). That cannot happen inside `coroutine.close()`, which would leave
-    it half-closed, to be finalized later outside any loop; the executor lets it finish on the loop."""
+    (a client closing its connections) inside anyio scopes it opened. `coroutine.close()` cannot run
+    that: it would leave the coroutine half-closed, its scopes open on the caller's task, and the caller's
+    own anyio scope (an MCP request's, a door's deadline) fails on exit. The executor drives the cleanup
+    in the caller's task, one more grace at most, and only then answers."""
     closed = asyncio.Event()
 
     class Connection:
@@ -222,54 +226,43 @@ async def test_an_abandoned_tools_async_cleanup_runs_on_the_loop(make_executor: 
             return self
 
         async def __aexit__(self, *exc: object) -> None:
-            await asyncio.sleep(0.01)  # closing a real connection awaits
+            with anyio.CancelScope(shield=True):
+                await asyncio.sleep(0.01)  # closing a real connection awaits
             closed.set()
 
     @tool(timeout=GRACE)
     async def compensates() -> None:
         """On cancellation, call a compensating endpoint that takes longer than the grace."""
-        async with Connection():
-            try:
-                await asyncio.sleep(10)
-            except asyncio.CancelledError:
-                await asyncio.sleep(10)
-                raise
+        with anyio.fail_after(30):
+            async with Connection():
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    await asyncio.sleep(10)
+                    raise
 
     ex = make_executor(compensates, cancel_grace=GRACE)
-    r = await ex.execute(call("compensates"))
+    with anyio.fail_after(30):  # the caller's own scope, as a door has
+        r = await ex.execute(call("compensates"))
     assert r.error is not None and r.error.code == ErrorCode.TIMEOUT
     assert r.error.details["abandoned"] is True
-    await asyncio.wait_for(closed.wait(), 5)
+    assert closed.is_set()
     gc.collect()  # a half-closed coroutine would be reported here (an error under filterwarnings=error)
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_an_abandoned_tools_endless_cleanup_is_dropped_after_a_second_grace(make_executor: Any) -> None:
-    """A tool whose cleanup never ends is given one more grace on the loop, then dropped."""
-    stopped = asyncio.Event()
-
     @tool(timeout=GRACE)
     async def endless() -> None:
         """Ignore everything, GeneratorExit included."""
-        try:
-            while True:
-                try:
-                    await asyncio.sleep(10)
-                except BaseException:
-                    continue
-        finally:
-            stopped.set()  # pragma: no cover - it never gets here
+        while True:
+            try:
+                await asyncio.sleep(10)
+            except BaseException:
+                continue
 
     ex = make_executor(endless, cancel_grace=GRACE)
+    started = time.perf_counter()
     r = await ex.execute(call("endless"))
     assert r.error is not None and r.error.details["abandoned"] is True
-    async with asyncio.timeout(5):  # the background cleanup ends (the coroutine is dropped)
-        while _closing_tasks():
-            await asyncio.sleep(0.01)
-    assert not stopped.is_set()
-
-
-def _closing_tasks() -> int:
-    from toolrun.runtime import _run
-
-    return len(_run._closing)
+    assert 3 * GRACE <= time.perf_counter() - started < 5

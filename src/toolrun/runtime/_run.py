@@ -87,11 +87,14 @@ class _Resume:
     """Awaits the rest of a coroutine whose first step already ran (what `yield from` would do).
 
     One addition: a coroutine that swallows the `CancelledError` the executor's own time box threw into
-    it and keeps waiting gets `grace` seconds; then it is closed (`GeneratorExit` at its suspension
-    point, so its `finally` blocks run) and `_Abandoned` is raised, so that even such a tool cannot hold
-    the call forever. Only the time box's cancellation counts (`box`, set by `_boxed`): a tool's own
-    `asyncio.timeout`, anyio cancel scope or task group (httpx connects through one) cancels the same
-    task and goes on working after it, as it should. Nothing of this runs unless the box expired.
+    it and keeps waiting (or awaits a long cleanup) gets `grace` seconds; then it is closed (see
+    `_close`: its `finally` blocks and `__aexit__`s run, for one more `grace` at most) and `_Abandoned`
+    is raised, so that even such a tool cannot hold the call forever. Only the time box's cancellation
+    counts (`box`, set by `_boxed`): a tool's own `asyncio.timeout`, anyio cancel scope or task group
+    (httpx connects through one) cancels the same task and goes on working after it, as it should; and
+    the caller's cancellation alone does not either (a request still standing on the task cannot be
+    told from one a library left behind: Python 3.11's `TaskGroup` never withdraws its own when a child
+    fails while it waits in `__aexit__`). Nothing of this runs unless the box expired.
     """
 
     __slots__ = ("_abandon", "_coro", "_first", "_grace", "box")
@@ -120,13 +123,7 @@ class _Resume:
                         task = _current_task()
                         if task is not None:
                             task.uncancel()  # our own cancel, not the caller's
-                        if type(self) is _Resume:
-                            _close(coro, self._grace)
-                        else:  # its cleanup overran its grace too: it is dropped
-                            try:
-                                coro.close()
-                            except BaseException:  # it ignored GeneratorExit as well
-                                pass
+                        yield from self._close(coro)
                         raise _Abandoned from None
                     try:
                         value = coro.throw(exc)
@@ -151,45 +148,48 @@ class _Resume:
             if handle is not None:
                 handle.cancel()
 
+    def _close(self, coro: types.CoroutineType[Any, Any, Any]) -> Generator[Any, Any, None]:
+        """Close an abandoned coroutine: `GeneratorExit` at its suspension point, so its `finally` blocks
+        and `__aexit__`s run. Cleanup that awaits (an `async with` HTTP client or database connection
+        closing) cannot run inside `coroutine.close()`, which would leave it half-closed with its anyio
+        cancel scopes still open on this task; it is driven here, in this task (scopes must exit in the
+        task that entered them), for one more `grace` at most, and then closed for good."""
+        try:
+            value = coro.throw(GeneratorExit)
+        except BaseException:  # closed (GeneratorExit came back), or its cleanup raised: done either way
+            return
+        self._abandon = False
+        task = _current_task()
+        handle = asyncio.get_running_loop().call_later(self._grace, self._give_up, task)
+        try:
+            while True:
+                try:
+                    sent = yield value
+                except BaseException as exc:
+                    if self._abandon and isinstance(exc, asyncio.CancelledError):
+                        if task is not None:
+                            task.uncancel()
+                        try:
+                            coro.close()
+                        except BaseException:  # it ignored GeneratorExit again: it is dropped
+                            pass
+                        return
+                    try:
+                        value = coro.throw(exc)
+                    except BaseException:
+                        return
+                else:
+                    try:
+                        value = coro.send(sent)
+                    except BaseException:
+                        return
+        finally:
+            handle.cancel()
+
     def _give_up(self, task: asyncio.Task[Any] | None) -> None:
         self._abandon = True
         if task is not None:
             task.cancel()
-
-
-class _Closing(_Resume):
-    """The cleanup of an abandoned coroutine, driven on the loop (see `_close`)."""
-
-    __slots__ = ()
-
-
-_closing: set[asyncio.Task[None]] = set()
-
-
-def _close(coro: types.CoroutineType[Any, Any, Any], grace: float) -> None:
-    """Close an abandoned coroutine: `GeneratorExit` at its suspension point, so its `finally` blocks and
-    `__aexit__`s run. Cleanup that awaits (an `async with` HTTP client or database connection closing)
-    cannot run inside `coro.close()` (Python raises "coroutine ignored GeneratorExit" and leaves it
-    half-closed, to be finalized later outside any loop); it finishes on the loop instead, in a task of its
-    own, for `grace` seconds at most, after which it is closed for good."""
-    try:
-        pending = coro.throw(GeneratorExit)
-    except BaseException:  # closed (GeneratorExit came back), or its cleanup raised: done either way
-        return
-    rest = _Closing(coro, pending, grace)
-    task = asyncio.get_running_loop().create_task(_finish(rest, grace))
-    _closing.add(task)
-    task.add_done_callback(_closing.discard)
-
-
-async def _finish(rest: _Closing, grace: float) -> None:
-    handle = asyncio.get_running_loop().call_later(grace, rest._give_up, _current_task())
-    try:
-        await rest
-    except (Exception, GeneratorExit, asyncio.CancelledError):  # the end of a cleanup, in any form
-        pass
-    finally:
-        handle.cancel()
 
 
 async def _boxed(pending: Any, seconds: float, limit: float, by_deadline: bool) -> Any:
