@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from toolrun import ErrorCode, tool
+from toolrun import ErrorCode, ToolContext, tool
 
 from .conftest import call
 
@@ -266,3 +266,23 @@ async def test_an_abandoned_tools_endless_cleanup_is_dropped_after_a_second_grac
     r = await ex.execute(call("endless"))
     assert r.error is not None and r.error.details["abandoned"] is True
     assert 3 * GRACE <= time.perf_counter() - started < 5
+
+
+async def test_an_abandoned_tool_is_reported_against_the_time_box_it_overran(make_executor: Any) -> None:
+    """The context's deadline shortened the tool's own timeout: the result names the deadline."""
+
+    @tool(timeout=30)
+    async def stubborn() -> None:
+        """Ignore every cancellation."""
+        while True:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                continue
+
+    ex = make_executor(stubborn, cancel_grace=GRACE)
+    r = await ex.execute(call("stubborn"), ToolContext(user_id="u1").with_timeout(2 * GRACE))
+    assert r.error is not None and r.error.code == ErrorCode.TIMEOUT
+    assert r.error.details["abandoned"] is True and r.error.details["deadline"] is True
+    assert 0 < r.error.details["timeout"] <= 2 * GRACE
+    assert "within 30 seconds" not in r.error.message

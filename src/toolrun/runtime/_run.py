@@ -80,7 +80,12 @@ class _NotStarted(_TimedOut):
 
 
 class _Abandoned(Exception):
-    """The tool swallowed its cancellation and did not stop within the grace period: it was closed."""
+    """The tool swallowed its cancellation and did not stop within the grace period: it was closed.
+    `_boxed` fills in the time box it overran."""
+
+    def __init__(self, seconds: float = 0.0, by_deadline: bool = False) -> None:
+        self.seconds = seconds
+        self.by_deadline = by_deadline
 
 
 class _Resume:
@@ -206,6 +211,8 @@ async def _boxed(pending: Any, seconds: float, limit: float, by_deadline: bool) 
     except BaseException as exc:
         if box.close(exc):
             raise _TimedOut(limit, by_deadline) from None
+        if type(exc) is _Abandoned:
+            raise _Abandoned(limit, by_deadline) from None
         raise
     box.close(None)
     return value
@@ -307,15 +314,15 @@ class RunStage:
             except ToolError as err:
                 result = ToolResult.fail(_clean_error(err), call_id=inv.call.id, tool_name=self.tool.name)
                 retry = err.retryable
-            except _Abandoned:
+            except _Abandoned as exc:
                 if _outer_cancelled():
                     raise asyncio.CancelledError from None
                 result = _errors.timeout(
                     inv.call.id,
                     self.tool.name,
-                    self._timeout or 0.0,
+                    exc.seconds,
                     idempotent=False,  # it did not stop when asked: nobody knows what it did
-                    by_deadline=False,
+                    by_deadline=exc.by_deadline,
                 )
                 result.error.details["abandoned"] = True  # type: ignore[union-attr]
                 retry = False
