@@ -34,6 +34,14 @@ In order, for every call that reaches it:
 Cancellation: when the *caller's* task is cancelled, the `CancelledError` propagates (asyncio requires
 it); the call's state changes are dropped. A `CancelledError` raised by the tool itself, with nobody
 cancelling the caller, is a result: `EXECUTION_FAILED` with `details["cancelled"]`.
+
+Abandonment: an async tool is abandoned only when the executor's own time box expired and the tool, given
+the `CancelledError`, still has not finished `cancel_grace` seconds later (it swallowed the error, or its
+cleanup takes longer). It is then closed (`GeneratorExit` where it waits; its `finally` blocks and
+`__aexit__`s run in the caller's task, for one more `cancel_grace` at most) and the call ends `TIMEOUT`
+with `details["abandoned"]` and the "may or may not have taken effect" wording. Cancellations the tool's
+own libraries make and withdraw (`asyncio.timeout`, anyio cancel scopes and task groups, httpx's
+connects) never count; neither does the caller's cancellation alone (see `_Resume`).
 """
 
 from __future__ import annotations
