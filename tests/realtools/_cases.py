@@ -51,7 +51,9 @@ SLOW_VALUES: dict[str, Any] = {
     "transfer": "transferred",
 }
 IN_THREADS = {"read_in_thread", "export_page"}
-IDEMPOTENT = {"fetch_report"}
+IDEMPOTENT = {"fetch_report", "transfer"}
+"""An idempotent tool that stops in time is "safe to try again"; abandoned, it "may or may not have taken
+effect": the wording tells the two apart at every door, also where the door passes no `details` on."""
 ABANDONED = {"transfer"}
 
 

@@ -199,9 +199,9 @@ def real_tools(env: Env) -> list[Tool]:
             tasks = [asyncio.create_task(one(seconds)) for _ in range(3)]
             return list(await asyncio.gather(*tasks))
 
-    @tool(timeout=LIMIT)
+    @tool(timeout=LIMIT, idempotent=True)
     async def transfer(seconds: float) -> str:
-        """Move money; if cancelled midway, call the compensating endpoint before giving up."""
+        """Move money (with an idempotency key); if cancelled midway, call the compensating endpoint first."""
         async with httpx.AsyncClient(base_url=env.http, timeout=30.0, verify=SSL) as client:
             try:
                 await client.get("/slow", params={"s": seconds})
