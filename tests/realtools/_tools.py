@@ -35,8 +35,8 @@ from ._localhttp import free_port
 SSL = ssl.create_default_context()
 """One TLS context for every client (httpx loads the CA bundle per client otherwise: 0.3 s of CPU)."""
 
-LIMIT = 5.0
-"""Every real tool's `timeout` (seconds)."""
+LIMIT = 6.0
+"""Every real tool's `timeout` (seconds): room for a loaded 2-core machine running 22 of them at once."""
 SLOW = 2.0
 """The slow path: real work of this many seconds, well inside `LIMIT`."""
 HANG = 30.0
@@ -72,7 +72,7 @@ def real_tools(env: Env) -> list[Tool]:
     @tool(timeout=LIMIT, read_only=True)
     async def fetch_report(seconds: float) -> dict[str, Any]:
         """Fetch a report from the reporting API (retries a dead mirror, then the main server)."""
-        transport = httpx.AsyncHTTPTransport(retries=2, verify=SSL)
+        transport = httpx.AsyncHTTPTransport(retries=1, verify=SSL)
         async with httpx.AsyncClient(
             transport=transport, timeout=httpx.Timeout(10.0, connect=2.0), base_url=env.http, verify=SSL
         ) as client:
