@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -124,3 +125,31 @@ async def test_closed_isolation_refuses_calls() -> None:
     iso.close()
     with pytest.raises(RuntimeError):
         await iso.run(_isolated.crunch, 3)
+
+
+async def test_started_workers_answer_the_first_calls_at_once() -> None:
+    """`start()` returns when the workers can take calls: a fresh worker needs a second or more to import
+    the main module and toolrun, which must not fall inside the first calls' time boxes."""
+    iso = ProcessIsolation(max_workers=2)
+    try:
+        await iso.start()
+        crunch = Tool.from_function(iso.wrap(_isolated.crunch), timeout=0.5)
+        ex = ToolExecutor(ToolRegistry([crunch]))
+        results = await asyncio.gather(*(ex.execute(call("crunch", {"n": 10})) for _ in range(2)))
+        assert [r.value for r in results] == [45, 45], [r.error for r in results]
+        ex.close()
+    finally:
+        iso.close()
+
+
+async def test_a_worker_started_for_a_cancelled_call_serves_the_next_call() -> None:
+    iso = ProcessIsolation(max_workers=1)
+    try:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.01):  # cancelled while its worker is still starting
+                await iso.run(_isolated.crunch, 3)
+        assert await iso.run(_isolated.worker_pid) in {p.pid for p in multiprocessing.active_children()}
+        assert iso.workers == 1
+        assert [p.name for p in multiprocessing.active_children()].count("toolrun-isolated") == 1
+    finally:
+        iso.close()

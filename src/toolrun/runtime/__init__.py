@@ -11,7 +11,8 @@ results = await executor.chain([{"id": "a", "tool": "search", "arguments": {"q":
 **Never raises.** Every failure is a `ToolResult` with an `ErrorCode`. The one exception is the
 caller's own cancellation: if the task awaiting `execute` is cancelled, `CancelledError` propagates (as
 asyncio requires) after the call is recorded as `cancelled`; a tool's own `CancelledError`, timeout or
-crash is a result. A tool that swallows its cancellation is closed after `cancel_grace` seconds.
+crash is a result. A tool that does not stop within `cancel_grace` seconds after its time box cancelled
+it is closed (`TIMEOUT` with `details["abandoned"]`); see docs/executor.md, "Timeouts and cancellation".
 
 **Stages** are middleware objects, `async __call__(invocation, call_next) -> ToolResult`, optionally with
 `applies_to(tool) -> bool`; each tool's chain is built once per registry version from the stages that

@@ -122,8 +122,10 @@ class ToolExecutor:
         tracer_provider: OpenTelemetry tracer provider (default: the global one, if the SDK set one).
         log_exception_messages: Log tools' exception messages (off by default: they carry user data).
         clock: Wall-clock time (`time.time`) for confirmation expiry; replaceable in tests.
-        cancel_grace: Seconds an async tool that swallows its cancellation (on timeout) may keep
-            running before it is closed and the call returns `TIMEOUT` anyway.
+        cancel_grace: Seconds an async tool may keep running after its time box expired and cancelled
+            it (it swallowed the cancellation, or cleans up slowly) before it is closed and the call
+            returns `TIMEOUT` with `details["abandoned"]`; its cleanup then gets as long again. A
+            cancellation the tool's own libraries make (`asyncio.timeout`, anyio scopes) never counts.
     """
 
     def __init__(

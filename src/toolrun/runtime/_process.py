@@ -21,8 +21,11 @@ level (it is found again by its module and name in the worker), and its argument
 be picklable. It cannot take a `ToolContext`. A `ToolError` raised in the worker reaches the executor as
 itself; other exceptions as themselves when they can be pickled, else as a `RuntimeError` naming the type.
 
-Workers start with the `spawn` method (safe in a process with threads and an event loop); the first
-call pays for starting one, so `await isolation.start()` ahead of time if timeouts are tight.
+Workers start with the `spawn` method (safe in a process with threads and an event loop). A fresh
+worker imports the interpreter's main module and toolrun before it can take a call: a second or more.
+The first call pays for that inside its time box, so `await isolation.start()` ahead of time if timeouts
+are tight: it returns when the workers are ready. A call cancelled while its worker is still starting
+leaves that worker to the next call.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import signal
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
@@ -49,6 +52,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _ISOLATED_ATTR = "__toolrun_isolated__"
+_READY = "ready"
+_START_TIMEOUT = 120.0
+"""Seconds a new worker may take to import what it needs before it is given up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,7 @@ def _portable(exc: BaseException) -> BaseException:
 
 def _worker_main(conn: Any) -> None:  # pragma: no cover - runs in the child process
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent; it kills us when needed
+    conn.send(_READY)  # bootstrapped (main module, toolrun imported): calls are answered at once now
     resolved: dict[_FunctionRef, Callable[..., Any]] = {}
     while True:
         try:
@@ -178,23 +185,16 @@ class ProcessIsolation:
         return result
 
     async def start(self, workers: int | None = None) -> None:
-        """Start worker processes ahead of the first calls (all of them by default)."""
-        loop = asyncio.get_running_loop()
-        count = self._max if workers is None else min(workers, self._max)
-        started = []
-        for _ in range(count):
-            with self._lock:
-                if self._count >= self._max:
-                    break
-                self._count += 1
-            try:
-                started.append(await loop.run_in_executor(self._io, self._spawn))
-            except BaseException:
-                with self._lock:
-                    self._count -= 1
-                raise
-        for worker in started:
-            self._release(worker)
+        """Start worker processes ahead of the first calls (all of them by default; never past
+        `max_workers`), side by side; returns when they can take calls."""
+        wanted = self._max if workers is None else workers
+        with self._lock:
+            count = max(0, min(wanted, self._max - self._count))
+            self._count += count
+        starting = [self._io.submit(self._spawn) for _ in range(count)]
+        for future in starting:
+            future.add_done_callback(self._adopt)  # idle as soon as it is ready (uncounted if it failed)
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in starting))
 
     @property
     def workers(self) -> int:
@@ -247,6 +247,14 @@ class ProcessIsolation:
         process.start()
         child.close()
         worker = _Worker(process, parent)
+        try:  # wait until it can take a call (see the module docstring), here in an I/O thread
+            ready = parent.poll(_START_TIMEOUT) and parent.recv() == _READY
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            worker.kill()
+            process.join(1.0)
+            raise RuntimeError("A worker process of ProcessIsolation did not start.")
         with self._lock:
             closed = self._closed
             if not closed:
@@ -275,8 +283,12 @@ class ProcessIsolation:
                     waiter = loop.create_future()
                     self._waiters.append((loop, waiter))
             if spawn:
+                starting = self._io.submit(self._spawn)
                 try:
-                    return await loop.run_in_executor(self._io, self._spawn)
+                    return await asyncio.wrap_future(starting, loop=loop)
+                except asyncio.CancelledError:
+                    starting.add_done_callback(self._adopt)  # still starting: it serves the next call
+                    raise
                 except BaseException:
                     with self._lock:
                         self._count -= 1
@@ -294,6 +306,17 @@ class ProcessIsolation:
                         pass
                 self._wake_one()  # the wake-up we may have received goes to the next waiter
                 raise
+
+    def _adopt(self, starting: Future[_Worker]) -> None:
+        """A worker whose caller was cancelled while it started: idle for the next call (or not counted)."""
+        try:
+            worker = starting.result()
+        except BaseException:  # it did not start, or never began (cancelled in the queue)
+            with self._lock:
+                self._count -= 1
+            self._wake_one()
+            return
+        self._release(worker)
 
     def _release(self, worker: _Worker) -> None:
         with self._lock:

@@ -34,6 +34,14 @@ In order, for every call that reaches it:
 Cancellation: when the *caller's* task is cancelled, the `CancelledError` propagates (asyncio requires
 it); the call's state changes are dropped. A `CancelledError` raised by the tool itself, with nobody
 cancelling the caller, is a result: `EXECUTION_FAILED` with `details["cancelled"]`.
+
+Abandonment: an async tool is abandoned only when the executor's own time box expired and the tool, given
+the `CancelledError`, still has not finished `cancel_grace` seconds later (it swallowed the error, or its
+cleanup takes longer). It is then closed (`GeneratorExit` where it waits; its `finally` blocks and
+`__aexit__`s run in the caller's task, for one more `cancel_grace` at most) and the call ends `TIMEOUT`
+with `details["abandoned"]` and the "may or may not have taken effect" wording. Cancellations the tool's
+own libraries make and withdraw (`asyncio.timeout`, anyio cancel scopes and task groups, httpx's
+connects) never count; neither does the caller's cancellation alone (see `_Resume`).
 """
 
 from __future__ import annotations
@@ -80,18 +88,26 @@ class _NotStarted(_TimedOut):
 
 
 class _Abandoned(Exception):
-    """The tool swallowed its cancellation and did not stop within the grace period: it was closed."""
+    """The tool swallowed its cancellation and did not stop within the grace period: it was closed.
+    `_boxed` fills in the time box it overran."""
+
+    def __init__(self, seconds: float = 0.0, by_deadline: bool = False) -> None:
+        self.seconds = seconds
+        self.by_deadline = by_deadline
 
 
 class _Resume:
     """Awaits the rest of a coroutine whose first step already ran (what `yield from` would do).
 
     One addition: a coroutine that swallows the `CancelledError` the executor's own time box threw into
-    it and keeps waiting gets `grace` seconds; then it is closed (`GeneratorExit` at its suspension
-    point, so its `finally` blocks run) and `_Abandoned` is raised, so that even such a tool cannot hold
-    the call forever. Only the time box's cancellation counts (`box`, set by `_boxed`): a tool's own
-    `asyncio.timeout`, anyio cancel scope or task group (httpx connects through one) cancels the same
-    task and goes on working after it, as it should. Nothing of this runs unless the box expired.
+    it and keeps waiting (or awaits a long cleanup) gets `grace` seconds; then it is closed (see
+    `_close`: its `finally` blocks and `__aexit__`s run, for one more `grace` at most) and `_Abandoned`
+    is raised, so that even such a tool cannot hold the call forever. Only the time box's cancellation
+    counts (`box`, set by `_boxed`): a tool's own `asyncio.timeout`, anyio cancel scope or task group
+    (httpx connects through one) cancels the same task and goes on working after it, as it should; and
+    the caller's cancellation alone does not either (a request still standing on the task cannot be
+    told from one a library left behind: Python 3.11's `TaskGroup` never withdraws its own when a child
+    fails while it waits in `__aexit__`). Nothing of this runs unless the box expired.
     """
 
     __slots__ = ("_abandon", "_coro", "_first", "_grace", "box")
@@ -120,10 +136,7 @@ class _Resume:
                         task = _current_task()
                         if task is not None:
                             task.uncancel()  # our own cancel, not the caller's
-                        try:
-                            coro.close()
-                        except BaseException:  # it ignored GeneratorExit as well: it is dropped anyway
-                            pass
+                        yield from self._close(coro)
                         raise _Abandoned from None
                     try:
                         value = coro.throw(exc)
@@ -148,6 +161,44 @@ class _Resume:
             if handle is not None:
                 handle.cancel()
 
+    def _close(self, coro: types.CoroutineType[Any, Any, Any]) -> Generator[Any, Any, None]:
+        """Close an abandoned coroutine: `GeneratorExit` at its suspension point, so its `finally` blocks
+        and `__aexit__`s run. Cleanup that awaits (an `async with` HTTP client or database connection
+        closing) cannot run inside `coroutine.close()`, which would leave it half-closed with its anyio
+        cancel scopes still open on this task; it is driven here, in this task (scopes must exit in the
+        task that entered them), for one more `grace` at most, and then closed for good."""
+        try:
+            value = coro.throw(GeneratorExit)
+        except BaseException:  # closed (GeneratorExit came back), or its cleanup raised: done either way
+            return
+        self._abandon = False
+        task = _current_task()
+        handle = asyncio.get_running_loop().call_later(self._grace, self._give_up, task)
+        try:
+            while True:
+                try:
+                    sent = yield value
+                except BaseException as exc:
+                    if self._abandon and isinstance(exc, asyncio.CancelledError):
+                        if task is not None:
+                            task.uncancel()
+                        try:
+                            coro.close()
+                        except BaseException:  # it ignored GeneratorExit again: it is dropped
+                            pass
+                        return
+                    try:
+                        value = coro.throw(exc)
+                    except BaseException:
+                        return
+                else:
+                    try:
+                        value = coro.send(sent)
+                    except BaseException:
+                        return
+        finally:
+            handle.cancel()
+
     def _give_up(self, task: asyncio.Task[Any] | None) -> None:
         self._abandon = True
         if task is not None:
@@ -168,6 +219,8 @@ async def _boxed(pending: Any, seconds: float, limit: float, by_deadline: bool) 
     except BaseException as exc:
         if box.close(exc):
             raise _TimedOut(limit, by_deadline) from None
+        if type(exc) is _Abandoned:
+            raise _Abandoned(limit, by_deadline) from None
         raise
     box.close(None)
     return value
@@ -269,15 +322,15 @@ class RunStage:
             except ToolError as err:
                 result = ToolResult.fail(_clean_error(err), call_id=inv.call.id, tool_name=self.tool.name)
                 retry = err.retryable
-            except _Abandoned:
+            except _Abandoned as exc:
                 if _outer_cancelled():
                     raise asyncio.CancelledError from None
                 result = _errors.timeout(
                     inv.call.id,
                     self.tool.name,
-                    self._timeout or 0.0,
+                    exc.seconds,
                     idempotent=False,  # it did not stop when asked: nobody knows what it did
-                    by_deadline=False,
+                    by_deadline=exc.by_deadline,
                 )
                 result.error.details["abandoned"] = True  # type: ignore[union-attr]
                 retry = False
