@@ -247,7 +247,13 @@ def create_service_app(settings: Any, **app_options: Any) -> Any:
             return None
         return ToolContext(user_id=principal.user_id, roles=principal.roles)
 
-    mount_mcp(app, create_server(state.registry, executor=state.executor), resolve_principal=resolve)
+    mount_mcp(
+        app,
+        create_server(state.registry, executor=state.executor),
+        resolve_principal=resolve,
+        max_sessions_per_user=settings.mcp_max_sessions_per_user,
+        session_idle_timeout=settings.mcp_session_idle_timeout,
+    )
     return app
 
 
