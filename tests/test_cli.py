@@ -72,10 +72,10 @@ def test_tools_commands() -> None:
     for fmt in ("openai", "openai-responses", "anthropic", "gemini", "mcp"):
         r = runner.invoke(app, ["tools", "export", "--format", fmt])
         assert r.exit_code == 0
-        assert len(json.loads(r.stdout)) == 8
+        assert len(json.loads(r.stdout)) == 9
     assert runner.invoke(app, ["tools", "export", "--format", "cobol"]).exit_code == 2
     r = runner.invoke(app, ["tools", "check"])
-    assert r.exit_code == 0 and "8 tools conform" in r.output
+    assert r.exit_code == 0 and "9 tools conform" in r.output
     assert runner.invoke(app, ["nope"]).exit_code == 2
 
 
