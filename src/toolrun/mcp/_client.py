@@ -23,7 +23,8 @@ approved in toolrun is answered yes; anything else is refused and the call ends 
 Failures are tool errors, never hangs: a server that cannot be reached in `connect_timeout`, that dies
 (`REMOTE_UNAVAILABLE`, and the next call reconnects — a restarted server is picked up), a protocol error
 or an answer the SDK refuses, such as structured content that breaks the tool's output schema
-(`REMOTE_ERROR`: the server answered, the connection stays), or a tool error (`REMOTE_TOOL_ERROR`, with the remote's text).
+(`REMOTE_ERROR`: the server answered, the connection stays), or a tool error (`REMOTE_TOOL_ERROR`, with
+the remote's text).
 """
 
 from __future__ import annotations
