@@ -95,7 +95,10 @@ async def test_chat_in_process_streams_and_asks_for_confirmation(
     code = await run_chat(url=None, token=None, conversation_id=None, console=console, ask=ask)
     assert code == 0
     out = console.export_text()
-    assert "(demo model)" in out and "✓ create_task" in out and "Buy bread (pending, high)" in out
+    first = out.splitlines()[0]
+    assert first.startswith("toolrun chat — ") and "demo model" in first and "Ctrl-D to quit" in first
+    assert out.count("demo model") == 1  # said once, not on every answer
+    assert "✓ create_task" in out and "Buy bread (pending, high)" in out
     task_id = out.split("Created ")[1].split(":")[0]
     ask = script(f"delete {task_id}", "list")
     code = await run_chat(url=None, token=None, conversation_id=None, console=console, ask=ask)
@@ -128,7 +131,103 @@ async def test_chat_against_a_running_server(tmp_path: Path) -> None:
         code = await run_chat(url=url, token=token, conversation_id=None, console=console, ask=lines)
         assert code == 0
         bad = script("list", "exit")
-        await run_chat(url=url, token="trk_wrong", conversation_id=None, console=console, ask=bad)
+        refused = await run_chat(url=url, token="trk_wrong", conversation_id=None, console=console, ask=bad)
     out = console.export_text()
+    assert f"toolrun chat — {url}, the demo model" in out and "signed in as carol" in out
     assert "Created task_" in out and "Remote task" in out
-    assert "401 The token is unknown or revoked." in out
+    assert refused == 1  # no prompt: the token is refused before the first message
+    assert f"error: {url} refused the token (401 The token is unknown or revoked.)" in out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--url", "127.0.0.1:8000", "--token", "t"], 2, "is not a server address"),
+        (["--url", "localhost", "--token", "t"], 2, "needs a scheme and a host"),
+        (["--url", "http://127.0.0.1:{port}"], 2, "--token (or TOOLRUN_TOKEN) is required"),
+        (["--url", "http://127.0.0.1:{port}", "--token", "t"], 1, "cannot reach a toolrun server"),
+    ],
+)
+def test_chat_fails_with_one_clear_line(args: list[str], code: int, says: str) -> None:
+    """A URL without a scheme, a missing token, a server that is down: one line, a non-zero exit, no
+    traceback."""
+    port = str(free_port())
+    r = runner.invoke(app, ["chat", *(a.replace("{port}", port) for a in args)], input="list\n")
+    assert r.exit_code == code, r.output
+    assert says in r.output and "Traceback" not in r.output
+    assert (
+        len([line for line in r.output.splitlines() if line.strip()]) <= 2
+    )  # the error, wrapped at most once
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_chat_says_when_the_server_dies_and_retries_when_it_is_back(env: Path) -> None:
+    """SIGKILL the server mid-session: the client says the connection was lost and keeps the prompt; Enter
+    sends the message again once the server is back; ending while it is down exits 1."""
+    from server._procs import ServeProcess
+    from toolrun._cli_shared import with_users
+    from toolrun.server import Settings
+    from toolrun.server.migrate import upgrade
+
+    settings = Settings()
+    await upgrade(settings.database_url)
+    _, token = await with_users(settings, lambda users: users.add("dora"))
+    port = free_port()
+    serve_env = {
+        "TOOLRUN_DATABASE_URL": f"sqlite+aiosqlite:///{env}/cli.db",
+        "TOOLRUN_DATA_DIR": str(env / "data"),
+    }
+    servers = [ServeProcess(serve_env, extra_args=("--port", str(port)))]
+    url = await servers[0].wait_ready(60)
+    console = Console(record=True, width=120)
+    steps = iter(["add Before the crash", "kill", "list", "restart", "", "exit"])
+
+    def ask() -> str:
+        step = next(steps)
+        if step == "kill":
+            servers[-1].kill()
+            return "add During the outage"
+        if step == "restart":
+            servers.append(ServeProcess(serve_env, extra_args=("--port", str(port))))
+            assert servers[-1]._ready.wait(60) and servers[-1]._port == port
+            return ""  # Enter: send the last message again
+        return step
+
+    def kill_then(*lines: str) -> Any:
+        rest = script(*lines)
+        killed = False
+
+        def ask() -> str:
+            nonlocal killed
+            if not killed:
+                killed = True
+                servers[-1].kill()
+            return rest()
+
+        return ask
+
+    try:
+        code = await run_chat(url=url, token=token, conversation_id=None, console=console, ask=ask)
+        ended_down = await run_chat(
+            url=url, token=token, conversation_id=None, console=console, ask=kill_then("list")
+        )
+    finally:
+        for server in servers:
+            server.kill()
+    out = console.export_text()
+    assert "Created task_" in out and "Before the crash" in out
+    assert out.count(f"error: lost the connection to {url}") == 3  # 2 in the first session, 1 in the second
+    assert "Press Enter to send it again" in out and "Traceback" not in out
+    assert "1 task(s):" in out  # `list`, sent again after the restart, answered (the outage's add never ran)
+    assert code == 0  # the session ended with the server back
+    assert ended_down == 1  # it ended while the server was down
