@@ -231,3 +231,133 @@ async def test_chat_says_when_the_server_dies_and_retries_when_it_is_back(env: P
     assert "1 task(s):" in out  # `list`, sent again after the restart, answered (the outage's add never ran)
     assert code == 0  # the session ended with the server back
     assert ended_down == 1  # it ended while the server was down
+
+
+def _commands() -> list[tuple[list[str], Any]]:
+    import typer.main
+
+    found: list[tuple[list[str], Any]] = []
+
+    def walk(path: list[str], command: Any) -> None:
+        found.append((path, command))
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk([*path, name], sub)
+
+    walk([], typer.main.get_command(app))
+    return found
+
+
+def test_help_names_values_in_words_and_every_option_says_what_it_is() -> None:
+    import re
+
+    python_type = re.compile(r"<(str|int|bool|float|list\[[^\]]*\]|int range)>|\{[a-z_]+\}")
+    for path, command in _commands():
+        r = runner.invoke(app, [*path, "--help"], terminal_width=120)
+        assert r.exit_code == 0, (path, r.output)
+        assert not python_type.search(r.output), (path, python_type.search(r.output))
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert (param.help or "").strip(), (path, param.name)  # e.g. --database-url in users, db
+    users_add = runner.invoke(app, ["users", "add", "--help"], terminal_width=120).output
+    assert "users add [OPTIONS] NAME" in users_add and "--database-url" in users_add
+
+
+def test_serve_without_a_demo_user_prints_the_url_to_open(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
+    r = runner.invoke(app, ["serve", "--port", "8123", "--upgrade"])
+    assert r.exit_code == 0, r.output
+    assert "open  http://127.0.0.1:8123/" in r.output and "toolrun users add" in r.output
+    assert started and started[0]["port"] == 8123
+    r = runner.invoke(app, ["serve", "--port", "8124", "--demo-user", "eve"])
+    assert r.exit_code == 0, r.output
+    assert "open  http://127.0.0.1:8124/#token=trk_" in r.output
+
+
+class Terminal:
+    """`toolrun ...` in a pseudo-terminal `columns` wide: what a person sees, typed into like a person."""
+
+    def __init__(self, args: list[str], columns: int = 60) -> None:
+        import fcntl
+        import os
+        import pty
+        import struct
+        import subprocess
+        import sys
+        import termios
+
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+        env = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns)}
+        code = "from toolrun.cli import main; main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args], stdin=slave, stdout=slave, stderr=slave, env=env
+        )
+        os.close(slave)
+        self.seen = ""
+        self.mark = 0
+
+    def expect(self, text: str, timeout: float = 60) -> str:
+        """Read until `text` is shown after what earlier calls returned (ANSI codes removed); what was shown
+        since then, up to and including `text`."""
+        import os
+        import re
+        import select
+        import time
+
+        deadline = time.monotonic() + timeout
+        while text not in self.seen[self.mark :]:
+            ready, _, _ = select.select([self.master], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise AssertionError(f"{text!r} never shown; the screen so far:\n{self.seen}")
+            try:
+                chunk = os.read(self.master, 65536).decode(errors="replace")
+            except OSError:  # the process ended
+                raise AssertionError(f"{text!r} never shown; the screen so far:\n{self.seen}") from None
+            chunk = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", chunk)
+            self.seen += chunk.replace("\r\n", "\n").replace("\r", "")
+        end = self.seen.index(text, self.mark) + len(text)
+        shown, self.mark = self.seen[self.mark : end], end
+        return shown
+
+    def type(self, line: str) -> None:
+        import os
+
+        os.write(self.master, line.encode() + b"\r")
+
+    def close(self) -> int:
+        import os
+
+        code = self.proc.wait(timeout=30)
+        os.close(self.master)
+        return code
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_chat_in_a_terminal_asks_after_the_trace_in_whole_words(env: Path) -> None:
+    title = "Renew the passport before the summer holidays start in June"
+    term = Terminal(["chat"], columns=60)
+    try:
+        banner = term.expect("you>")
+        assert banner.lstrip().startswith("toolrun chat — in-process server, the demo model")
+        term.type(f"add {title}")
+        created = term.expect("you>", timeout=60)
+        task_id = created.split("Created ")[1].split(":")[0]
+        # Wrapped at 60 columns between words: every word of the answer is whole on its line.
+        answer = created.split("✓ create_task")[1].rsplit("you>", 1)[0]
+        words = set(f"Created {task_id}: {title} (pending, medium).".split())
+        assert set(answer.split()) == words, answer
+        term.type(f"delete {task_id}")
+        asked = term.expect("[y/n]")
+        assert asked.index("? delete_task") < asked.index("Confirm:") < asked.index("Allow it?")
+        assert f'delete_task(task_id="{task_id}")' in " ".join(asked.split())
+        term.type("y")
+        term.expect("Deleted task")
+        term.type("exit")
+        code = term.close()
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+    assert code == 0
+    assert term.seen.count("demo model") == 1 and "Traceback" not in term.seen
