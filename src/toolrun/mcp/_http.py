@@ -113,6 +113,13 @@ class MCPHTTPEndpoint:
             session_idle_timeout=session_idle_timeout,
             max_sessions=max_sessions,
         )
+        if not isinstance(getattr(self.session_manager, "_server_instances", None), dict):
+            # Which sessions are still open is read from the SDK manager's table (see `_open_sessions`);
+            # an SDK without it would never free a place, so refuse to start instead.
+            raise RuntimeError(
+                "This version of the MCP SDK does not expose its open sessions; toolrun's per-user session "
+                "limit needs mcp>=2.3,<3."
+            )
         self._owners: dict[str, str | None] = {}
         """Session id → the user that opened it (sessions the manager has since closed are pruned lazily)."""
         self._opening: Counter[str | None] = Counter()
