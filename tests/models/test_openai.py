@@ -473,7 +473,16 @@ async def test_empty_call_ids_get_unique_ids_in_the_model_and_the_format(
     server.reply(OPENAI_PATH, Reply(json=GOOGLE_COMPAT_RESPONSE))
     response = await make_openai().request(ModelRequest([UserMessage(content="Weather?")], registry))
     parsed = get_format("openai").parse_tool_calls(GOOGLE_COMPAT_RESPONSE)
-    for calls in (response.tool_calls, parsed):
+    chunks = [
+        call_start(0, "", "get_weather"),
+        call_args(0, '{"city":"Paris"}'),
+        call_start(1, "", "get_weather"),
+        call_args(1, '{"city":"Rome"}'),
+        openai_chunk({}, finish_reason="tool_calls"),
+    ]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks)))
+    streamed = (await collect(make_openai(), ModelRequest([UserMessage(content="Weather?")], registry)))[-1]
+    for calls in (response.tool_calls, parsed, streamed.response.tool_calls):
         assert [(c.name, c.arguments) for c in calls] == [
             ("get_weather", '{"city":"Paris"}'),
             ("get_weather", '{"city":"Rome"}'),
