@@ -72,10 +72,10 @@ def test_tools_commands() -> None:
     for fmt in ("openai", "openai-responses", "anthropic", "gemini", "mcp"):
         r = runner.invoke(app, ["tools", "export", "--format", fmt])
         assert r.exit_code == 0
-        assert len(json.loads(r.stdout)) == 8
+        assert len(json.loads(r.stdout)) == 9
     assert runner.invoke(app, ["tools", "export", "--format", "cobol"]).exit_code == 2
     r = runner.invoke(app, ["tools", "check"])
-    assert r.exit_code == 0 and "8 tools conform" in r.output
+    assert r.exit_code == 0 and "9 tools conform" in r.output
     assert runner.invoke(app, ["nope"]).exit_code == 2
 
 
@@ -95,7 +95,10 @@ async def test_chat_in_process_streams_and_asks_for_confirmation(
     code = await run_chat(url=None, token=None, conversation_id=None, console=console, ask=ask)
     assert code == 0
     out = console.export_text()
-    assert "(demo model)" in out and "✓ create_task" in out and "Buy bread (pending, high)" in out
+    first = out.splitlines()[0]
+    assert first.startswith("toolrun chat — ") and "demo model" in first and "Ctrl-D to quit" in first
+    assert out.count("demo model") == 1  # said once, not on every answer
+    assert "✓ create_task" in out and "Buy bread (pending, high)" in out
     task_id = out.split("Created ")[1].split(":")[0]
     ask = script(f"delete {task_id}", "list")
     code = await run_chat(url=None, token=None, conversation_id=None, console=console, ask=ask)
@@ -128,7 +131,233 @@ async def test_chat_against_a_running_server(tmp_path: Path) -> None:
         code = await run_chat(url=url, token=token, conversation_id=None, console=console, ask=lines)
         assert code == 0
         bad = script("list", "exit")
-        await run_chat(url=url, token="trk_wrong", conversation_id=None, console=console, ask=bad)
+        refused = await run_chat(url=url, token="trk_wrong", conversation_id=None, console=console, ask=bad)
     out = console.export_text()
+    assert f"toolrun chat — {url}, the demo model" in out and "signed in as carol" in out
     assert "Created task_" in out and "Remote task" in out
-    assert "401 The token is unknown or revoked." in out
+    assert refused == 1  # no prompt: the token is refused before the first message
+    assert f"error: {url} refused the token (401 The token is unknown or revoked.)" in out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--url", "127.0.0.1:8000", "--token", "t"], 2, "is not a server address"),
+        (["--url", "localhost", "--token", "t"], 2, "needs a scheme and a host"),
+        (["--url", "http://127.0.0.1:{port}"], 2, "--token (or TOOLRUN_TOKEN) is required"),
+        (["--url", "http://127.0.0.1:{port}", "--token", "t"], 1, "cannot reach a toolrun server"),
+    ],
+)
+def test_chat_fails_with_one_clear_line(args: list[str], code: int, says: str) -> None:
+    """A URL without a scheme, a missing token, a server that is down: one line, a non-zero exit, no
+    traceback."""
+    port = str(free_port())
+    r = runner.invoke(app, ["chat", *(a.replace("{port}", port) for a in args)], input="list\n")
+    assert r.exit_code == code, r.output
+    assert says in r.output and "Traceback" not in r.output
+    assert (
+        len([line for line in r.output.splitlines() if line.strip()]) <= 2
+    )  # the error, wrapped at most once
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_chat_says_when_the_server_dies_and_retries_when_it_is_back(env: Path) -> None:
+    """SIGKILL the server mid-session: the client says the connection was lost and keeps the prompt; Enter
+    sends the message again once the server is back; ending while it is down exits 1."""
+    from server._procs import ServeProcess
+    from toolrun._cli_shared import with_users
+    from toolrun.server import Settings
+    from toolrun.server.migrate import upgrade
+
+    settings = Settings()
+    await upgrade(settings.database_url)
+    _, token = await with_users(settings, lambda users: users.add("dora"))
+    port = free_port()
+    serve_env = {
+        "TOOLRUN_DATABASE_URL": f"sqlite+aiosqlite:///{env}/cli.db",
+        "TOOLRUN_DATA_DIR": str(env / "data"),
+    }
+    servers = [ServeProcess(serve_env, extra_args=("--port", str(port)))]
+    url = await servers[0].wait_ready(60)
+    console = Console(record=True, width=120)
+    steps = iter(["add Before the crash", "kill", "list", "restart", "", "exit"])
+
+    def ask() -> str:
+        step = next(steps)
+        if step == "kill":
+            servers[-1].kill()
+            return "add During the outage"
+        if step == "restart":
+            servers.append(ServeProcess(serve_env, extra_args=("--port", str(port))))
+            assert servers[-1]._ready.wait(60) and servers[-1]._port == port
+            return ""  # Enter: send the last message again
+        return step
+
+    def kill_then(*lines: str) -> Any:
+        rest = script(*lines)
+        killed = False
+
+        def ask() -> str:
+            nonlocal killed
+            if not killed:
+                killed = True
+                servers[-1].kill()
+            return rest()
+
+        return ask
+
+    try:
+        code = await run_chat(url=url, token=token, conversation_id=None, console=console, ask=ask)
+        ended_down = await run_chat(
+            url=url, token=token, conversation_id=None, console=console, ask=kill_then("list")
+        )
+    finally:
+        for server in servers:
+            server.kill()
+    out = console.export_text()
+    assert "Created task_" in out and "Before the crash" in out
+    assert out.count(f"error: lost the connection to {url}") == 3  # 2 in the first session, 1 in the second
+    assert "Press Enter to send it again" in out and "Traceback" not in out
+    assert "1 task(s):" in out  # `list`, sent again after the restart, answered (the outage's add never ran)
+    assert code == 0  # the session ended with the server back
+    assert ended_down == 1  # it ended while the server was down
+
+
+def _commands() -> list[tuple[list[str], Any]]:
+    import typer.main
+
+    found: list[tuple[list[str], Any]] = []
+
+    def walk(path: list[str], command: Any) -> None:
+        found.append((path, command))
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk([*path, name], sub)
+
+    walk([], typer.main.get_command(app))
+    return found
+
+
+def test_help_names_values_in_words_and_every_option_says_what_it_is() -> None:
+    import re
+
+    python_type = re.compile(r"<(str|int|bool|float|list\[[^\]]*\]|int range)>|\{[a-z_]+\}")
+    for path, command in _commands():
+        r = runner.invoke(app, [*path, "--help"], terminal_width=120)
+        assert r.exit_code == 0, (path, r.output)
+        assert not python_type.search(r.output), (path, python_type.search(r.output))
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert (param.help or "").strip(), (path, param.name)  # e.g. --database-url in users, db
+    users_add = runner.invoke(app, ["users", "add", "--help"], terminal_width=120).output
+    assert "users add [OPTIONS] NAME" in users_add and "--database-url" in users_add
+
+
+def test_serve_without_a_demo_user_prints_the_url_to_open(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
+    r = runner.invoke(app, ["serve", "--port", "8123", "--upgrade"])
+    assert r.exit_code == 0, r.output
+    assert "open  http://127.0.0.1:8123/" in r.output and "toolrun users add" in r.output
+    assert started and started[0]["port"] == 8123
+    r = runner.invoke(app, ["serve", "--port", "8124", "--demo-user", "eve"])
+    assert r.exit_code == 0, r.output
+    assert "open  http://127.0.0.1:8124/#token=trk_" in r.output
+
+
+class Terminal:
+    """`toolrun ...` in a pseudo-terminal `columns` wide: what a person sees, typed into like a person."""
+
+    def __init__(self, args: list[str], columns: int = 60) -> None:
+        import fcntl
+        import os
+        import pty
+        import struct
+        import subprocess
+        import sys
+        import termios
+
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+        env = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns)}
+        code = "from toolrun.cli import main; main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args], stdin=slave, stdout=slave, stderr=slave, env=env
+        )
+        os.close(slave)
+        self.seen = ""
+        self.mark = 0
+
+    def expect(self, text: str, timeout: float = 60) -> str:
+        """Read until `text` is shown after what earlier calls returned (ANSI codes removed); what was shown
+        since then, up to and including `text`."""
+        import os
+        import re
+        import select
+        import time
+
+        deadline = time.monotonic() + timeout
+        while text not in self.seen[self.mark :]:
+            ready, _, _ = select.select([self.master], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise AssertionError(f"{text!r} never shown; the screen so far:\n{self.seen}")
+            try:
+                chunk = os.read(self.master, 65536).decode(errors="replace")
+            except OSError:  # the process ended
+                raise AssertionError(f"{text!r} never shown; the screen so far:\n{self.seen}") from None
+            chunk = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", chunk)
+            self.seen += chunk.replace("\r\n", "\n").replace("\r", "")
+        end = self.seen.index(text, self.mark) + len(text)
+        shown, self.mark = self.seen[self.mark : end], end
+        return shown
+
+    def type(self, line: str) -> None:
+        import os
+
+        os.write(self.master, line.encode() + b"\r")
+
+    def close(self) -> int:
+        import os
+
+        code = self.proc.wait(timeout=30)
+        os.close(self.master)
+        return code
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_chat_in_a_terminal_asks_after_the_trace_in_whole_words(env: Path) -> None:
+    title = "Renew the passport before the summer holidays start in June"
+    term = Terminal(["chat"], columns=60)
+    try:
+        banner = term.expect("you>")
+        assert banner.lstrip().startswith("toolrun chat — in-process server, the demo model")
+        term.type(f"add {title}")
+        created = term.expect("you>", timeout=60)
+        task_id = created.split("Created ")[1].split(":")[0]
+        # Wrapped at 60 columns between words: every word of the answer is whole on its line.
+        answer = created.split("✓ create_task")[1].rsplit("you>", 1)[0]
+        words = set(f"Created {task_id}: {title} (pending, medium).".split())
+        assert set(answer.split()) == words, answer
+        term.type(f"delete {task_id}")
+        asked = term.expect("[y/n]")
+        assert asked.index("? delete_task") < asked.index("Confirm:") < asked.index("Allow it?")
+        assert f'delete_task(task_id="{task_id}")' in " ".join(asked.split())
+        term.type("y")
+        term.expect("Deleted task")
+        term.type("exit")
+        code = term.close()
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+    assert code == 0
+    assert term.seen.count("demo model") == 1 and "Traceback" not in term.seen

@@ -17,13 +17,15 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from toolrun._cli_shared import ensure_demo_user, err, use_words
+from toolrun._cli_shared import fail as _fail
+from toolrun._cli_shared import with_users as _with_users
 from toolrun.mcp._cli import app as mcp_app
 
 __all__ = ["app", "main"]
@@ -38,7 +40,6 @@ app.add_typer(tools_app, name="tools")
 app.add_typer(mcp_app, name="mcp")
 
 out = Console()
-err = Console(stderr=True)
 
 FORMATS = ("openai", "openai-responses", "anthropic", "gemini", "mcp")
 
@@ -50,18 +51,16 @@ def _settings(**overrides: Any) -> Any:
     return Settings(**values)
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}")
-    return typer.Exit(code)
-
-
 # -- db --------------------------------------------------------------------------------------------------
 
 
 @db_app.command("upgrade")
 def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
-    database_url: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
 ) -> None:
     """Apply the migrations (creates every table on a new database)."""
     from toolrun.server.migrate import current_revision, upgrade
@@ -74,7 +73,10 @@ def db_upgrade(
 @db_app.command("downgrade")
 def db_downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision (`base`: drop every toolrun table).")],
-    database_url: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
 ) -> None:
     """Undo migrations down to REVISION."""
     from toolrun.server.migrate import downgrade
@@ -85,7 +87,12 @@ def db_downgrade(
 
 
 @db_app.command("current")
-def db_current(database_url: Annotated[str | None, typer.Option()] = None) -> None:
+def db_current(
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
+) -> None:
     """Print the database's revision."""
     from toolrun.server.migrate import current_revision
 
@@ -96,40 +103,16 @@ def db_current(database_url: Annotated[str | None, typer.Option()] = None) -> No
 # -- users -----------------------------------------------------------------------------------------------
 
 
-async def _with_users(settings: Any, fn: Any) -> Any:
-    from sqlalchemy.exc import OperationalError, ProgrammingError
-
-    from toolrun.server._db import create_engine
-    from toolrun.server._users import UserStore
-
-    engine = create_engine(settings.database_url)
-    try:
-        return await fn(UserStore(engine, cache_seconds=0))
-    except (OperationalError, ProgrammingError) as exc:  # no such table / relation does not exist, no server
-        raise _fail(
-            f"The database at {_safe_url(settings.database_url)} is not ready ({type(exc.orig).__name__}). "
-            "Create or update its tables with `toolrun db upgrade` (same --database-url / "
-            "TOOLRUN_DATABASE_URL), and check that the server is reachable."
-        ) from None
-    finally:
-        await engine.dispose()
-
-
-def _safe_url(url: str) -> str:
-    """The database URL without its password, for messages."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "the configured URL"
-
-
 @users_app.command("add")
 def users_add(
-    name: str,
-    role: Annotated[list[str] | None, typer.Option("--role", help="A role (repeatable).")] = None,
-    database_url: Annotated[str | None, typer.Option()] = None,
+    name: Annotated[str, typer.Argument(help="The user's name (letters, digits, . _ -).")],
+    role: Annotated[
+        list[str] | None, typer.Option("--role", metavar="ROLE", help="A role (repeatable; default: member).")
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
 ) -> None:
     """Create a user and print a new API token (shown once; only its hash is stored)."""
     from toolrun.server._users import UserExistsError
@@ -147,7 +130,12 @@ def users_add(
 
 
 @users_app.command("list")
-def users_list(database_url: Annotated[str | None, typer.Option()] = None) -> None:
+def users_list(
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
+) -> None:
     """List users (never tokens)."""
     settings = _settings(database_url=database_url)
     rows = asyncio.run(_with_users(settings, lambda users: users.list()))
@@ -158,7 +146,13 @@ def users_list(database_url: Annotated[str | None, typer.Option()] = None) -> No
 
 
 @users_app.command("revoke")
-def users_revoke(name: str, database_url: Annotated[str | None, typer.Option()] = None) -> None:
+def users_revoke(
+    name: Annotated[str, typer.Argument(help="The user's name.")],
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
+) -> None:
     """Revoke every token of a user and disable the user."""
     settings = _settings(database_url=database_url)
     try:
@@ -166,38 +160,6 @@ def users_revoke(name: str, database_url: Annotated[str | None, typer.Option()] 
     except LookupError as exc:
         raise _fail(str(exc)) from None
     out.print(f"revoked {count} token(s) of {name}")
-
-
-def _read_private(path: Path) -> str | None:
-    return path.read_text().strip() if path.exists() else None
-
-
-def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode() + b"\n")
-    finally:
-        os.close(fd)
-
-
-async def ensure_demo_user(settings: Any, name: str) -> str:
-    """The sign-in token of the local demo user, creating the user on first run (kept in data_dir, 0600)."""
-    path = Path(settings.data_dir) / f"{name}-token"
-    kept = _read_private(path)
-
-    async def run(users: Any) -> str:
-        principal = await users.get_by_name(name)
-        if principal is not None and kept and await users.authenticate(kept) is not None:
-            return kept
-        if principal is None:
-            principal, token = await users.add(name, ("member",))
-        else:
-            token = await users.issue_token(principal.user_id, label="sign-in link")
-        _write_private(path, token)
-        return str(token)
-
-    return str(await _with_users(settings, run))
 
 
 # -- serve -----------------------------------------------------------------------------------------------
@@ -247,19 +209,31 @@ def create_service_app(settings: Any, **app_options: Any) -> Any:
             return None
         return ToolContext(user_id=principal.user_id, roles=principal.roles)
 
-    mount_mcp(app, create_server(state.registry, executor=state.executor), resolve_principal=resolve)
+    mount_mcp(
+        app,
+        create_server(state.registry, executor=state.executor),
+        resolve_principal=resolve,
+        max_sessions_per_user=settings.mcp_max_sessions_per_user,
+        session_idle_timeout=settings.mcp_session_idle_timeout,
+    )
     return app
 
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8000,
-    database_url: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")] = None,
-    model: Annotated[str | None, typer.Option(help="Overrides TOOLRUN_MODEL (`demo`, `openai:...`).")] = None,
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(metavar="PORT", help="Port (0: any free port).")] = 8000,
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="MODEL", help="Overrides TOOLRUN_MODEL (`demo`, `openai:...`).")
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     demo_user: Annotated[
-        str | None, typer.Option(help="Create this local user on first run and print a sign-in link.")
+        str | None,
+        typer.Option(metavar="NAME", help="Create this local user on first run and print a sign-in link."),
     ] = None,
     upgrade: Annotated[bool, typer.Option(help="Apply migrations before serving.")] = False,
 ) -> None:
@@ -284,13 +258,19 @@ def serve(
         from toolrun.server.migrate import upgrade as do_upgrade
 
         asyncio.run(do_upgrade(settings.database_url))
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"http://{f'[{shown}]' if ':' in shown else shown}:{port}/" if port else None
+    # Plain prints: a link must never be wrapped or styled.
+    print(f"\n  toolrun is starting with model {settings.model}", file=sys.stderr)
     if demo_user:
         token = asyncio.run(ensure_demo_user(settings, demo_user))
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        # Plain prints: a link must never be wrapped or styled.
-        print(f"\n  toolrun is starting with model {settings.model}", file=sys.stderr)
-        print(f"  open  http://{shown}:{port}/#token={token}", file=sys.stderr)
+        if base:
+            print(f"  open  {base}#token={token}", file=sys.stderr)
         print(f"  API token of user {demo_user}: {token}\n", file=sys.stderr)
+    elif base:
+        print(f"  open  {base}  (sign in with an API token from `toolrun users add NAME`)\n", file=sys.stderr)
+    else:
+        print("  port 0: the address is in the log line below\n", file=sys.stderr)
     configure_logging(settings.log_level)
     uvicorn.run(
         "toolrun.cli:create_app_from_env",
@@ -375,15 +355,27 @@ def tools_check() -> None:
 
 @app.command()
 def chat(
-    url: Annotated[str | None, typer.Option(help="A running server (default: in-process).")] = None,
-    token: Annotated[str | None, typer.Option(envvar="TOOLRUN_TOKEN", help="API token for --url.")] = None,
-    conversation: Annotated[str | None, typer.Option(help="Continue this conversation.")] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL", help="A running server, e.g. http://127.0.0.1:8000 (default: in-process)."
+        ),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(metavar="TOKEN", envvar="TOOLRUN_TOKEN", help="API token for --url.")
+    ] = None,
+    conversation: Annotated[
+        str | None, typer.Option(metavar="ID", help="Continue this conversation.")
+    ] = None,
 ) -> None:
     """Chat in the terminal: streaming text, y/n prompts for confirmations, a spinner while tools run."""
     from toolrun._chat_cli import run_chat
 
     code = asyncio.run(run_chat(url=url, token=token, conversation_id=conversation, console=out))
     raise typer.Exit(code)
+
+
+use_words(app)  # help names values in words (TEXT, URL, NAME), not Python types
 
 
 def main() -> None:

@@ -390,8 +390,8 @@ def test_chat_parse_accepts_object_arguments_from_compatible_servers() -> None:
         ({"choices": [{"index": 0}]}, r"choices\[0\]: missing key 'message'"),
         ({"choices": "x"}, "choices: expected a list"),
         (
-            {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f"}}]},
-            "missing key 'id'",
+            {"role": "assistant", "tool_calls": [{"id": {"x": 1}, "function": {"name": "f"}}]},
+            r"tool_calls\[0\]\.id: a tool call id must be a string",
         ),
         (
             {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": 3}}]},

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Context, FastMCP
+from fastmcp.tools import ToolResult as FastMCPToolResult
 from mcp_helpers import serving
 
 from mcp import StdioServerParameters
@@ -133,6 +134,37 @@ async def test_fastmcp_server_tools() -> None:
     assert asked.error.code == "NEEDS_USER_INPUT"
     assert asked.error.details["input_request"]["message"] == "What is your name?"
     assert failed.error.code == "REMOTE_TOOL_ERROR" and "remote says no" in failed.error.message
+
+
+async def test_a_result_the_sdk_refuses_is_a_remote_error_not_a_dead_server() -> None:
+    """The server answered (with structured content that breaks its own output schema): REMOTE_ERROR, not
+    REMOTE_UNAVAILABLE, and the connection is kept for the next call."""
+    fm = FastMCP("peer")
+
+    @fm.tool(
+        annotations={"readOnlyHint": True},
+        output_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    )
+    def count() -> FastMCPToolResult:
+        """Counts."""
+        return FastMCPToolResult(content="many", structured_content={"n": "many"})
+
+    @fm.tool(annotations={"readOnlyHint": True})
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    registry = ToolRegistry()
+    async with MCPToolset(fm._mcp_server, mode="legacy", trusted=True) as remote:
+        await remote.register(registry)
+        executor = ToolExecutor(registry)
+        connection = remote._client
+        refused = await run(executor, "count", {})
+        kept = remote._client is connection
+        after = await run(executor, "add", {"a": 1, "b": 2})
+    assert refused.error.code == "REMOTE_ERROR" and not refused.error.retryable
+    assert "Invalid structured content" in refused.error.message
+    assert kept and after.value == 3
 
 
 def stdio_command() -> StdioServerParameters:

@@ -10,6 +10,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 from mcp_helpers import Clock, answer, text
 
 from mcp import Client
@@ -121,6 +122,12 @@ async def retry(
     return result
 
 
+def assert_invalid_state(error: MCPError) -> None:
+    """A requestState this server did not seal for this call is a JSON-RPC error, not a tool result."""
+    assert error.code == types.INVALID_PARAMS
+    assert "Invalid requestState" in error.message and "nothing ran" in error.message
+
+
 async def test_state_is_single_use(deleter: Deleter) -> None:
     async with Client(deleter.server(), elicitation_callback=answer("accept")) as client:
         first = await first_round(client)
@@ -145,9 +152,10 @@ async def test_tampered_state_runs_nothing(deleter: Deleter, tamper: Any) -> Non
     async with Client(deleter.server(), elicitation_callback=answer("accept")) as client:
         first = await first_round(client)
         assert first.request_state is not None
-        result = await retry(client, tamper(first.request_state))
+        with pytest.raises(MCPError) as refused:
+            await retry(client, tamper(first.request_state))
         still = await retry(client, first.request_state)  # the real state still works once
-    assert result.is_error and "does not match this action" in text(result)
+    assert_invalid_state(refused.value)
     assert not still.is_error
     assert deleter.deleted == ["t1"]
 
@@ -156,8 +164,9 @@ async def test_state_is_bound_to_arguments(deleter: Deleter) -> None:
     async with Client(deleter.server(), elicitation_callback=answer("accept")) as client:
         first = await first_round(client, {"task_id": "t1"})
         assert first.request_state is not None
-        result = await retry(client, first.request_state, {"task_id": "t2"})
-    assert result.is_error and "does not match" in text(result)
+        with pytest.raises(MCPError) as refused:
+            await retry(client, first.request_state, {"task_id": "t2"})
+    assert_invalid_state(refused.value)
     assert deleter.deleted == []
 
 
@@ -166,8 +175,9 @@ async def test_state_is_bound_to_the_principal(deleter: Deleter) -> None:
         first = await first_round(alice)
     assert first.request_state is not None
     async with Client(deleter.server("u2"), elicitation_callback=answer("accept")) as mallory:
-        result = await retry(mallory, first.request_state)
-    assert result.is_error and "does not match" in text(result)
+        with pytest.raises(MCPError) as refused:
+            await retry(mallory, first.request_state)
+    assert_invalid_state(refused.value)
     assert deleter.deleted == []
 
 
@@ -187,6 +197,7 @@ async def test_state_from_another_executor_key_is_refused(deleter: Deleter, cloc
         first = await first_round(client)
     assert first.request_state is not None
     async with Client(deleter.server(), elicitation_callback=answer("accept")) as client:
-        result = await retry(client, first.request_state)
-    assert result.is_error and "does not match" in text(result)
+        with pytest.raises(MCPError) as refused:
+            await retry(client, first.request_state)
+    assert_invalid_state(refused.value)
     assert deleter.deleted == other.deleted == []

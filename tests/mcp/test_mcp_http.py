@@ -178,3 +178,124 @@ async def test_the_service_serves_its_tools_at_mcp_with_its_own_tokens(tmp_path:
     assert "Renew passport" in text(mine) and "Renew passport" not in text(theirs)
     assert stolen.is_error  # another user's task id is as unknown as a missing one
     assert kept.is_error and "Renew passport" in text(still)
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+
+
+async def _open(http: Any, url: str, token: str) -> httpx2.Response:
+    return await http.post(url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"})
+
+
+async def test_one_user_at_its_session_limit_is_refused_and_no_one_else(server: Any) -> None:
+    """A user holding its sessions cannot open one more (429, a JSON-RPC error); another user still can,
+    although the endpoint's total capacity would be gone without a per-user limit."""
+    app = create_http_app(
+        server, resolve_principal=resolve, json_response=True, max_sessions_per_user=3, max_sessions=4
+    )
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        url = f"{base}/mcp"
+        opened = [await _open(http, url, "tok-member") for _ in range(3)]
+        refused = await _open(http, url, "tok-member")
+        other = await _open(http, url, "tok-admin")
+        ended = await http.delete(
+            url,
+            headers={
+                **ACCEPT,
+                "Authorization": "Bearer tok-member",
+                "Mcp-Session-Id": opened[0].headers["mcp-session-id"],
+            },
+        )
+        again = await _open(http, url, "tok-member")
+    assert [r.status_code for r in opened] == [200, 200, 200]
+    assert refused.status_code == 429
+    error = refused.json()
+    assert error["jsonrpc"] == "2.0" and error["error"]["code"] == types.INVALID_REQUEST
+    assert (
+        "Too many open MCP sessions" in error["error"]["message"] and "limit 3" in error["error"]["message"]
+    )
+    assert other.status_code == 200
+    assert ended.status_code == 200 and again.status_code == 200
+
+
+async def test_concurrent_opens_of_one_user_cannot_pass_the_limit(server: Any) -> None:
+    app = create_http_app(server, resolve_principal=resolve, json_response=True, max_sessions_per_user=2)
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        answers = await asyncio.gather(*(_open(http, f"{base}/mcp", "tok-member") for _ in range(8)))
+    assert sorted(r.status_code for r in answers) == [200, 200] + [429] * 6
+
+
+async def test_an_idle_session_expires_and_frees_its_place(server: Any) -> None:
+    app = create_http_app(
+        server,
+        resolve_principal=resolve,
+        json_response=True,
+        max_sessions_per_user=1,
+        session_idle_timeout=0.3,
+    )
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        url = f"{base}/mcp"
+        first = await _open(http, url, "tok-member")
+        assert (await _open(http, url, "tok-member")).status_code == 429
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while (retry := await _open(http, url, "tok-member")).status_code == 429 and loop.time() < deadline:
+            await asyncio.sleep(0.05)  # a refused open does not touch the idle session
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        stale = await http.post(
+            url,
+            json=listing,
+            headers={
+                **ACCEPT,
+                "Authorization": "Bearer tok-member",
+                "Mcp-Session-Id": first.headers["mcp-session-id"],
+            },
+        )
+    assert first.status_code == 200 and retry.status_code == 200
+    assert stale.status_code == 404
+
+
+async def test_the_sdk_client_reads_the_refusal(server: Any) -> None:
+    app = create_http_app(server, resolve_principal=resolve, max_sessions_per_user=1)
+    refused = pytest.RaisesGroup(
+        pytest.RaisesExc(MCPError, match="Too many open MCP sessions"), flatten_subgroups=True
+    )
+    async with (
+        serving(app) as base,
+        Client(http_transport(f"{base}/mcp", "tok-member"), mode="legacy") as first,
+    ):
+        with refused:
+            async with Client(http_transport(f"{base}/mcp", "tok-member"), mode="legacy"):
+                pass
+        assert (await first.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+
+
+async def test_the_service_reads_its_session_limit_from_the_environment(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolrun.cli import create_service_app
+    from toolrun.server import Settings
+    from toolrun.server.migrate import upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
+    await upgrade(url)
+    monkeypatch.setenv("TOOLRUN_MCP_MAX_SESSIONS_PER_USER", "2")
+    settings = Settings(_env_file=None, database_url=url, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    app = create_service_app(settings)
+    users = app.state.toolrun.users
+    _, ada = await users.add("ada")
+    _, bob = await users.add("bob")
+    async with serving(app) as base, httpx2.AsyncClient() as http:
+        mine = [(await _open(http, f"{base}/mcp", ada)).status_code for _ in range(3)]
+        theirs = (await _open(http, f"{base}/mcp", bob)).status_code
+    assert mine == [200, 200, 429] and theirs == 200

@@ -205,3 +205,48 @@ def test_server_registry_view_limits_what_is_callable(mode: str) -> None:
     names, error = asyncio.run(run())
     assert names == ["add"]
     assert error.code == types.INVALID_PARAMS
+
+
+COMPOSED = {
+    "type": "object",
+    "$defs": {"Base": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
+    "properties": {"mode": {"anyOf": [{"const": "fast"}, {"const": "safe"}]}},
+    "allOf": [
+        {"$ref": "#/$defs/Base"},
+        {"if": {"properties": {"mode": {"const": "fast"}}}, "then": {"required": ["budget"]}},
+    ],
+    "anyOf": [{"properties": {"budget": {"type": "integer", "minimum": 1}}}, {"required": ["mode"]}],
+    "oneOf": [
+        {"properties": {"tag": {"type": "string"}}, "required": ["tag"]},
+        {"properties": {"tags": {"type": "array", "items": {"type": "string"}}}, "required": ["tags"]},
+    ],
+}
+
+
+async def test_composition_keywords_survive_tools_list_as_declared(mode: str) -> None:
+    """allOf / anyOf / oneOf reach an MCP client as declared (JSON Schema 2020-12), also through a toolrun
+    proxy of that server; only provider exports that need it fold them."""
+    from toolrun import Tool
+    from toolrun.mcp import MCPToolset
+
+    registry = ToolRegistry([Tool.from_schema("plan", "Plan a run.", COMPOSED, lambda **kw: kw)])
+    executor = ToolExecutor(registry)
+    server = create_server(registry, executor=executor, principal=ToolContext(user_id="u"))
+    async with Client(server, mode=mode) as client:
+        (listed,) = (await client.list_tools()).tools
+        refused = await client.call_tool("plan", {"mode": "fast", "tag": "x"})  # allOf: id and budget needed
+        ok = await client.call_tool("plan", {"id": "a", "mode": "safe", "tag": "x"})
+    proxy_registry = ToolRegistry()
+    async with MCPToolset(server, mode=mode) as remote:
+        await remote.register(proxy_registry)
+        proxy = create_server(proxy_registry, executor=ToolExecutor(proxy_registry), principal=ToolContext())
+        async with Client(proxy, mode=mode) as client:
+            (relisted,) = (await client.list_tools()).tools
+    for schema in (listed.input_schema, relisted.input_schema):
+        for key in ("allOf", "anyOf", "oneOf", "$defs"):
+            assert schema[key] == COMPOSED[key], key
+        assert set(schema["properties"]) == {"id", "mode", "budget", "tag", "tags"}  # each field sendable
+    assert refused.is_error and "INVALID_ARGUMENTS" in text(refused) and not ok.is_error
+    for provider in ("openai", "anthropic", "gemini"):
+        exported = str(registry.definitions(provider))
+        assert "'allOf'" not in exported and "'oneOf'" not in exported, provider

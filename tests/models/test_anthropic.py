@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import aclosing
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from toolrun import ToolCall
+from toolrun.formats import get_format
 from toolrun.models import (
     AssistantMessage,
     FinalResponse,
@@ -345,3 +347,107 @@ async def test_overloaded_before_stream_opens_is_retried(server, make_anthropic)
     with pytest.raises(ProviderUnavailableError):
         await collect(make_anthropic(), ModelRequest([UserMessage(content="go")]))
     assert len(server.requests) == 3
+
+
+# A message in which Claude first used server tools (tool search, then code execution), which Anthropic runs
+# itself, then called one of the client's tools: the blocks as the Messages API sends them.
+_SERVER_TOOL_BLOCKS: list[tuple[dict[str, Any], list[str]]] = [
+    (
+        {"type": "server_tool_use", "id": "srvtoolu_01", "name": "tool_search_tool_regex", "input": {}},
+        ['{"query"', ': "weather"}'],
+    ),
+    (
+        {
+            "type": "tool_search_tool_result",
+            "tool_use_id": "srvtoolu_01",
+            "content": {
+                "type": "tool_search_tool_search_result",
+                "tool_references": [{"type": "tool_reference", "tool_name": "get_weather"}],
+            },
+        },
+        [],
+    ),
+    (
+        {"type": "server_tool_use", "id": "srvtoolu_02", "name": "bash_code_execution", "input": {}},
+        ['{"command": "echo', ' 1"}'],
+    ),
+    (
+        {
+            "type": "bash_code_execution_tool_result",
+            "tool_use_id": "srvtoolu_02",
+            "content": {
+                "type": "bash_code_execution_result",
+                "stdout": "1\n",
+                "stderr": "",
+                "return_code": 0,
+            },
+        },
+        [],
+    ),
+    ({"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}}, ['{"city": ', '"Oslo"}']),
+]
+
+
+def _server_tool_frames() -> list[str]:
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_01Srv",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "claude-sonnet-4-5-20250929",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 25, "output_tokens": 1},
+            },
+        }
+    ]
+    for index, (block, pieces) in enumerate(_SERVER_TOOL_BLOCKS):
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        events += [
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": p},
+            }
+            for p in pieces
+        ]
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 10},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return [anthropic_frame(e) for e in events]
+
+
+def _server_tool_message() -> dict[str, Any]:
+    blocks = []
+    for block, pieces in _SERVER_TOOL_BLOCKS:
+        full = dict(block)
+        if "input" in full:
+            full["input"] = json.loads("".join(pieces))
+        blocks.append(full)
+    return anthropic_message(blocks, stop_reason="tool_use")
+
+
+async def test_server_tool_blocks_are_not_the_clients_tool_calls(server, make_anthropic, registry) -> None:
+    """`server_tool_use` blocks (tool search, code execution) run at Anthropic: neither the stream, nor the
+    JSON response, nor the wire format reads them as calls the client must run."""
+    server.reply(ANTHROPIC_PATH, Reply(frames=_server_tool_frames()))
+    server.reply(ANTHROPIC_PATH, Reply(json=_server_tool_message()))
+    model = make_anthropic()
+    request = ModelRequest([UserMessage(content="Weather in Oslo?")], registry)
+    events = await collect(model, request)
+    whole = await model.request(request)
+    only = [ToolCall(id="toolu_01", name="get_weather", arguments={"city": "Oslo"})]
+    assert [e.call for e in events if isinstance(e, ToolCallReady)] == only
+    assert all(e.name != "" and e.index == 0 for e in events if isinstance(e, ToolCallDelta))
+    assert events[-1].response.tool_calls == only
+    assert whole.tool_calls == only
+    assert get_format("anthropic").parse_tool_calls(_server_tool_message()) == only

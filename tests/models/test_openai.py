@@ -8,6 +8,8 @@ from contextlib import aclosing
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolrun import ToolCall
 from toolrun.models import (
@@ -430,3 +432,118 @@ async def test_content_parts_from_compatible_servers(server, make_openai) -> Non
     ]
     server.reply(OPENAI_PATH, Reply(json=body))
     assert (await make_openai().request(hello())).text == "Hello parts"
+
+
+# A Chat Completions response as Google's OpenAI-compatible endpoint
+# (generativelanguage.googleapis.com/v1beta/openai) answers a request with two parallel calls: `"id": ""`.
+GOOGLE_COMPAT_RESPONSE: dict[str, Any] = {
+    "choices": [
+        {
+            "finish_reason": "tool_calls",
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "function": {"arguments": '{"city":"Paris"}', "name": "get_weather"},
+                        "id": "",
+                        "type": "function",
+                    },
+                    {
+                        "function": {"arguments": '{"city":"Rome"}', "name": "get_weather"},
+                        "id": "",
+                        "type": "function",
+                    },
+                ],
+            },
+        }
+    ],
+    "created": 1732000000,
+    "model": "gemini-2.0-flash",
+    "object": "chat.completion",
+    "usage": {"completion_tokens": 10, "prompt_tokens": 40, "total_tokens": 50},
+}
+
+
+async def test_empty_call_ids_get_unique_ids_in_the_model_and_the_format(
+    server, make_openai, registry
+) -> None:
+    from toolrun.formats import get_format
+
+    server.reply(OPENAI_PATH, Reply(json=GOOGLE_COMPAT_RESPONSE))
+    response = await make_openai().request(ModelRequest([UserMessage(content="Weather?")], registry))
+    parsed = get_format("openai").parse_tool_calls(GOOGLE_COMPAT_RESPONSE)
+    chunks = [
+        call_start(0, "", "get_weather"),
+        call_args(0, '{"city":"Paris"}'),
+        call_start(1, "", "get_weather"),
+        call_args(1, '{"city":"Rome"}'),
+        openai_chunk({}, finish_reason="tool_calls"),
+    ]
+    server.reply(OPENAI_PATH, Reply(frames=openai_stream(chunks)))
+    streamed = (await collect(make_openai(), ModelRequest([UserMessage(content="Weather?")], registry)))[-1]
+    for calls in (response.tool_calls, parsed, streamed.response.tool_calls):
+        assert [(c.name, c.arguments) for c in calls] == [
+            ("get_weather", '{"city":"Paris"}'),
+            ("get_weather", '{"city":"Rome"}'),
+        ]
+        assert all(c.id.startswith("call_") for c in calls) and len({c.id for c in calls}) == 2
+
+
+_MISSING = object()
+_IDS = st.one_of(
+    st.none(),
+    st.just(""),
+    st.text(max_size=40),
+    st.integers(),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.lists(st.text(max_size=3), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.one_of(_IDS, st.just(_MISSING)), min_size=1, max_size=4))
+def test_one_rule_for_call_ids_in_every_reader(ids: list[Any]) -> None:
+    """`parse_tool_calls` and `OpenAIModel` read the same response to the same calls, or both refuse it."""
+    from toolrun.formats import ToolCallParseError, get_format
+    from toolrun.models import OpenAIModel, ProviderResponseError
+
+    calls = []
+    for i, call_id in enumerate(ids):
+        call = {"type": "function", "function": {"name": "get_weather", "arguments": f'{{"n": {i}}}'}}
+        if call_id is not _MISSING:
+            call["id"] = call_id
+        calls.append(call)
+    body = {
+        "choices": [
+            {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": calls}}
+        ]
+    }
+    model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+    try:
+        from_model = model.parse_response(body, ModelRequest([UserMessage(content="x")])).tool_calls
+    except ProviderResponseError:
+        from_model = None
+    try:
+        from_format = get_format("openai").parse_tool_calls(body)
+    except ToolCallParseError:
+        from_format = None
+    assert (from_model is None) == (from_format is None)
+    if from_model is None or from_format is None:
+        assert any(
+            not isinstance(c, str | int | None) or isinstance(c, bool) for c in ids if c is not _MISSING
+        )
+        return
+    for a, b, sent in zip(from_model, from_format, ids, strict=True):
+        assert a.name == b.name and a.arguments == b.arguments
+        if sent is _MISSING or sent in (None, ""):
+            assert a.id.startswith("call_") and b.id.startswith("call_") and a.id != b.id  # fresh each time
+        else:
+            assert a.id == b.id == str(sent) != ""
+    for parsed in (from_model, from_format):
+        generated = [
+            c.id for c, sent in zip(parsed, ids, strict=True) if sent is _MISSING or sent in (None, "")
+        ]
+        assert len(set(generated)) == len(generated)

@@ -334,7 +334,7 @@ async def test_tools_endpoint_exports_every_format(service: Service) -> None:
     for fmt in ("openai", "openai-responses", "anthropic", "gemini", "mcp"):
         r = await service.alice.http.get("/api/v1/tools", params={"format": fmt})
         assert r.status_code == 200
-        assert len(r.json()["tools"]) == 8
+        assert len(r.json()["tools"]) == 9
     assert (await service.alice.http.get("/api/v1/tools", params={"format": "cobol"})).status_code == 422
 
 

@@ -140,6 +140,18 @@ CASES: list[tuple[str, Any, dict[str, Any], dict[str, Any] | None, set[tuple[str
         {"type": "object", "properties": {"q": {"type": "string", "examples": "hello", "description": 42}}},
         {"q": "x"}, None, {("$.q", "examples"), ("$.q", "description")},
     ),
+    (
+        # BFCL live_simple's shape (BFCL_v4_live_simple.json, e.g. GitHub traffic `metrics`): the enum of an
+        # array-typed parameter lists the allowed items, and the gold answer is a list of them.
+        "array-level enum of items (BFCL live)",
+        {"type": "dict", "required": ["repo", "metrics"], "properties": {
+            "repo": {"type": "string", "description": "owner/repo"},
+            "metrics": {"type": "array", "items": {"type": "string"}, "enum": ["view", "clone", "referrer"],
+                        "description": "Which traffic metrics to fetch."},
+            "days": {"type": "array", "items": "integer", "enum": "1, 7, 30"}}},
+        {"repo": "o/r", "metrics": ["view", "clone"], "days": [7]}, None,
+        {("$.metrics", "enum-items"), ("$.days", "enum-items"), ("$.days[]", "enum-values")},
+    ),
 ]  # fmt: skip
 
 
@@ -170,6 +182,30 @@ def _loads_strictly(doc: Any, call: dict[str, Any]) -> bool:
     except Exception:
         return False
     return True
+
+
+@given(
+    allowed=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=6, unique=True),
+    picks=st.lists(st.integers(0, 5), max_size=4),
+    stranger=st.text(min_size=1, max_size=8),
+)
+def test_an_array_enum_admits_lists_of_those_items_only(
+    allowed: list[str], picks: list[int], stranger: str
+) -> None:
+    doc = {
+        "type": "object",
+        "properties": {"x": {"type": "array", "items": {"type": "string"}, "enum": allowed}},
+    }
+    tool = Tool.from_schema("t", "T.", doc, lenient=True)
+    chosen = [allowed[i % len(allowed)] for i in picks]
+    assert tool.validate({"x": chosen}) == {"x": chosen}
+    if stranger not in allowed:
+        with pytest.raises(ArgumentsError):
+            tool.validate({"x": [*chosen, stranger]})
+    with pytest.raises(ArgumentsError):
+        tool.validate({"x": allowed[0]})  # a single item is not the list
+    whole = {"type": "object", "properties": {"x": {"type": "array", "enum": [["a", "b"], ["c"]]}}}
+    assert Tool.from_schema("t", "T.", whole, lenient=True).validate({"x": ["c"]}) == {"x": ["c"]}  # kept
 
 
 def test_required_flags_make_required_fields() -> None:

@@ -56,6 +56,7 @@ would reject. More than 500 enum values pass with a checker warning (an older, u
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -88,7 +89,7 @@ from toolrun.tools import Tool, ToolCall
 if TYPE_CHECKING:
     from toolrun.registry import ToolSet
 
-__all__ = ["OpenAIChatFormat", "OpenAIResponsesFormat", "OpenAIStrictSchema"]
+__all__ = ["OpenAIChatFormat", "OpenAIResponsesFormat", "OpenAIStrictSchema", "chat_call_id"]
 
 _SCALARS = ("string", "number", "integer", "boolean")
 _DEF_REF = re.compile(r"#/(\$defs|definitions)/[^/]+")
@@ -331,6 +332,26 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------------------
 
 
+def chat_call_id(value: Any) -> str:
+    """The id of one Chat Completions tool call: the id the server sent, or a fresh unique one.
+
+    OpenAI always sends one; Google's OpenAI-compatible endpoint sends `"id": ""` and some local servers
+    send none (or null). Those calls get a generated id (`call_<24 hex>`), unique, so each result still
+    answers exactly one call. The one rule for every reader of Chat Completions tool calls (this format's
+    `parse_tool_calls` and `OpenAIModel`).
+
+    Raises:
+        TypeError: the id is neither text (or a whole number, read as text) nor absent.
+    """
+    if value is None or value == "":
+        return f"call_{uuid.uuid4().hex[:24]}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise TypeError(f"a tool call id must be a string, got {type(value).__name__}")
+    return value
+
+
 def _arguments(reader: Reader, holder: Mapping[str, Any], path: str) -> str | Mapping[str, Any] | None:
     """`arguments` as sent: JSON text (kept undecoded), or an object (some OpenAI-compatible servers)."""
     value = holder.get("arguments")
@@ -401,7 +422,10 @@ class OpenAIChatFormat(_OpenAIBase):
                 reader.fail(
                     f"{path}.type", f"unsupported tool call type {kind!r}; only 'function' calls are read"
                 )
-            call_id = reader.string(call, "id", path)
+            try:
+                call_id = chat_call_id(call.get("id"))
+            except TypeError as exc:
+                reader.fail(f"{path}.id", str(exc))
             function = reader.mapping(reader.field(call, "function", path), f"{path}.function")
             wire = reader.string(function, "name", f"{path}.function")
             args = _arguments(reader, function, f"{path}.function")

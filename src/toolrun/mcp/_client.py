@@ -22,7 +22,9 @@ approved in toolrun is answered yes; anything else is refused and the call ends 
 
 Failures are tool errors, never hangs: a server that cannot be reached in `connect_timeout`, that dies
 (`REMOTE_UNAVAILABLE`, and the next call reconnects — a restarted server is picked up), a protocol error
-(`REMOTE_ERROR`) or a tool error (`REMOTE_TOOL_ERROR`, with the remote's text).
+or an answer the SDK refuses, such as structured content that breaks the tool's output schema
+(`REMOTE_ERROR`: the server answered, the connection stays), or a tool error (`REMOTE_TOOL_ERROR`, with
+the remote's text).
 """
 
 from __future__ import annotations
@@ -311,6 +313,15 @@ class MCPToolset:
             ) from exc
         except (asyncio.CancelledError, ToolError):
             raise
+        except (RuntimeError, ValueError) as exc:
+            # The server answered, and the SDK refused the answer (structured content that breaks the
+            # tool's output schema, a result of an unexpected kind, a malformed result): the connection is
+            # fine, the remote is wrong. Pydantic's ValidationError is a ValueError.
+            raise ToolError(
+                "REMOTE_ERROR",
+                f"The MCP server {self.label} answered with a result that cannot be used: {str(exc)[:300]}",
+                details={"reason": "invalid_result"},
+            ) from exc
         except Exception as exc:  # transport failures: the connection is gone
             self._mark_dead(client)
             raise self._unavailable(f"The connection to the MCP server {self.label} failed.") from exc

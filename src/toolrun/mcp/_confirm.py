@@ -31,11 +31,11 @@ from toolrun.runtime import ToolExecutor
 
 __all__ = [
     "CONFIRM_KEY",
+    "INVALID_STATE",
     "Sealer",
     "confirmation_form",
     "decision_of",
     "expired_state",
-    "invalid_state",
     "needs_confirmation",
 ]
 
@@ -120,6 +120,13 @@ def decision_of(answer: types.ElicitResult | None) -> str:
     return "decline" if content.get("approve") is False else "approve"
 
 
+INVALID_STATE = (
+    "Invalid requestState: it was not issued by this server for this user, tool and arguments (or was "
+    "altered); nothing ran. Call the tool again without requestState to ask for a new confirmation."
+)
+"""The JSON-RPC error (`INVALID_PARAMS`) for a `requestState` this server did not seal for this call."""
+
+
 def needs_confirmation(call_id: str, tool_name: str) -> ToolResult:
     """The fail-closed answer to a client that cannot ask its user."""
     return ToolResult.error_result(
@@ -128,18 +135,6 @@ def needs_confirmation(call_id: str, tool_name: str) -> ToolResult:
         "(it does not support form elicitation); the action did not run.",
         recover_action="Tell the user this action must be confirmed in a client that can ask them.",
         details={"reason": "confirmation_unsupported"},
-        call_id=call_id,
-        tool_name=tool_name,
-    )
-
-
-def invalid_state(call_id: str, tool_name: str) -> ToolResult:
-    """A `requestState` that this server did not seal, or sealed for another call or user."""
-    return ToolResult.error_result(
-        ErrorCode.CONFIRMATION_DENIED,
-        "The confirmation state sent back does not match this action; the action did not run.",
-        recover_action="Call the tool again to ask the user to confirm this action.",
-        details={"reason": "invalid_state"},
         call_id=call_id,
         tool_name=tool_name,
     )

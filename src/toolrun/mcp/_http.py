@@ -13,6 +13,10 @@ With a resolver every request needs `Authorization: Bearer <token>`; the resolve
 principal of that request (roles, rate limits, confirmations, audit). No token or an unknown one → 401.
 A session (`Mcp-Session-Id`) belongs to the principal that opened it; another principal presenting it
 gets 404, as for an unknown session.
+
+Sessions are bounded per user: a principal with `max_sessions_per_user` sessions open gets `429` (a JSON-RPC
+error) when it tries to open another, while every other user can still open theirs. A session nobody used for
+`session_idle_timeout` seconds is closed (its id then answers 404), which frees its place.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -42,7 +47,14 @@ PrincipalResolver = Callable[[str], "Awaitable[ToolContext[Any] | None] | ToolCo
 """`(bearer token) -> ToolContext | None`, sync or async: the principal a token stands for, None to refuse."""
 
 _SESSION_HEADER = b"mcp-session-id"
-_MAX_OWNED_SESSIONS = 100_000
+_INVALID_REQUEST = -32600
+
+DEFAULT_MAX_SESSIONS_PER_USER = 16
+"""Open sessions one principal may hold at once (`TOOLRUN_MCP_MAX_SESSIONS_PER_USER` in the service)."""
+DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
+"""Seconds without any request after which a session is closed (`TOOLRUN_MCP_SESSION_IDLE_TIMEOUT`)."""
+DEFAULT_MAX_SESSIONS = 10_000
+"""Open sessions the endpoint holds in all (the server's capacity, shared by every user)."""
 
 
 class MCPHTTPEndpoint:
@@ -60,6 +72,12 @@ class MCPHTTPEndpoint:
         allowed_hosts: Host headers accepted (DNS-rebinding protection), e.g. `["127.0.0.1:*"]`; None to
             accept any (behind your own proxy or app).
         allowed_origins: Origin headers accepted, with `allowed_hosts`.
+        max_sessions_per_user: Open sessions one principal may hold; one more gets 429 (only that principal
+            is refused). None: no per-user limit. Applies with `resolve_principal` (without one, every
+            request is the same principal and only `max_sessions` applies).
+        session_idle_timeout: Seconds without a request (and without an open stream) after which a session
+            is closed and its place freed. None: sessions live until the client deletes them.
+        max_sessions: Open sessions in all, every user together; one more gets 503.
     """
 
     def __init__(
@@ -71,7 +89,12 @@ class MCPHTTPEndpoint:
         json_response: bool = False,
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] | None = None,
+        max_sessions_per_user: int | None = DEFAULT_MAX_SESSIONS_PER_USER,
+        session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+        max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     ) -> None:
+        if max_sessions_per_user is not None and max_sessions_per_user < 1:
+            raise ValueError("max_sessions_per_user must be at least 1 (or None for no per-user limit)")
         security = None
         if allowed_hosts is not None:
             security = TransportSecuritySettings(
@@ -81,10 +104,26 @@ class MCPHTTPEndpoint:
             )
         self.server = server
         self.resolve_principal = resolve_principal
+        self.max_sessions_per_user = max_sessions_per_user
         self.session_manager = StreamableHTTPSessionManager(
-            app=server, stateless=stateless, json_response=json_response, security_settings=security
+            app=server,
+            stateless=stateless,
+            json_response=json_response,
+            security_settings=security,
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
         )
+        if not isinstance(getattr(self.session_manager, "_server_instances", None), dict):
+            # Which sessions are still open is read from the SDK manager's table (see `_open_sessions`);
+            # an SDK without it would never free a place, so refuse to start instead.
+            raise RuntimeError(
+                "This version of the MCP SDK does not expose its open sessions; toolrun's per-user session "
+                "limit needs mcp>=2.3,<3."
+            )
         self._owners: dict[str, str | None] = {}
+        """Session id → the user that opened it (sessions the manager has since closed are pruned lazily)."""
+        self._opening: Counter[str | None] = Counter()
+        """Requests without a session id being served now, per user: each may open a session."""
 
     def lifespan(self) -> AbstractAsyncContextManager[None]:
         """The session manager's lifetime: enter it once, around serving."""
@@ -109,28 +148,61 @@ class MCPHTTPEndpoint:
         self, principal: ToolContext[Any], scope: Scope, receive: Receive, send: Send
     ) -> None:
         owner = principal.user_id
+        scope = {**scope, PRINCIPAL_SCOPE_KEY: principal}
         session_id = _header(scope, _SESSION_HEADER)
         if session_id is not None:
             if session_id in self._owners and self._owners[session_id] != owner:
                 await _respond(send, 404, "not_found", "Session not found.")
                 return
-            await self.session_manager.handle_request(
-                {**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send
+            await self.session_manager.handle_request(scope, receive, send)
+            return
+        if self.session_manager.stateless:
+            await self.session_manager.handle_request(scope, receive, send)
+            return
+        limit = self.max_sessions_per_user
+        held = self._open_sessions(owner) + self._opening[owner]  # no await since: concurrent opens count
+        if limit is not None and held >= limit:
+            _logger.warning("MCP session refused: user has %d open sessions (the limit)", limit)
+            await _respond_jsonrpc(
+                send,
+                429,
+                f"Too many open MCP sessions for this user (limit {limit}): end one (HTTP DELETE with its "
+                "Mcp-Session-Id) or let an idle one expire, then retry.",
             )
             return
+
+        opening = True
+
+        def done_opening() -> None:
+            nonlocal opening
+            if opening:
+                opening = False
+                self._opening[owner] -= 1
+                if not self._opening[owner]:
+                    del self._opening[owner]
 
         async def send_and_own(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 for key, value in message.get("headers", ()):
                     if key.lower() == _SESSION_HEADER:
-                        if len(self._owners) >= _MAX_OWNED_SESSIONS:
-                            self._owners.pop(next(iter(self._owners)))
                         self._owners[value.decode("latin-1")] = owner
+                done_opening()  # owned now (or refused): no longer counted as opening
             await send(message)
 
-        await self.session_manager.handle_request(
-            {**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send_and_own
-        )
+        self._opening[owner] += 1
+        try:
+            await self.session_manager.handle_request(scope, receive, send_and_own)
+        finally:
+            done_opening()
+
+    def _open_sessions(self, owner: str | None) -> int:
+        """How many sessions `owner` holds now; forgets the sessions the manager has closed meanwhile."""
+        # The SDK manager discards a session when it ends (DELETE, idle timeout, crash) and tells no one:
+        # its table of live transports is the only record of which sessions are still open.
+        live = self.session_manager._server_instances
+        for session_id in [sid for sid in self._owners if sid not in live]:
+            del self._owners[session_id]
+        return sum(1 for holder in self._owners.values() if holder == owner)
 
     async def _resolve(self, token: str) -> ToolContext[Any] | None:
         assert self.resolve_principal is not None
@@ -153,6 +225,9 @@ def create_http_app(
     json_response: bool = False,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] | None = None,
+    max_sessions_per_user: int | None = DEFAULT_MAX_SESSIONS_PER_USER,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
 ) -> Starlette:
     """A Starlette app serving `server` at `path` (see `MCPHTTPEndpoint` for the arguments)."""
     endpoint = MCPHTTPEndpoint(
@@ -162,6 +237,9 @@ def create_http_app(
         json_response=json_response,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
+        max_sessions_per_user=max_sessions_per_user,
+        session_idle_timeout=session_idle_timeout,
+        max_sessions=max_sessions,
     )
 
     @asynccontextmanager
@@ -180,6 +258,9 @@ def mount_mcp(
     path: str = "/mcp",
     stateless: bool = False,
     json_response: bool = False,
+    max_sessions_per_user: int | None = DEFAULT_MAX_SESSIONS_PER_USER,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
 ) -> MCPHTTPEndpoint:
     """Serve `server` at `path` inside your Starlette or FastAPI `app`, principals from your bearer tokens.
 
@@ -194,9 +275,18 @@ def mount_mcp(
         path: Where to serve (default `/mcp`).
         stateless: See `MCPHTTPEndpoint`.
         json_response: See `MCPHTTPEndpoint`.
+        max_sessions_per_user: See `MCPHTTPEndpoint`.
+        session_idle_timeout: See `MCPHTTPEndpoint`.
+        max_sessions: See `MCPHTTPEndpoint`.
     """
     endpoint = MCPHTTPEndpoint(
-        server, resolve_principal=resolve_principal, stateless=stateless, json_response=json_response
+        server,
+        resolve_principal=resolve_principal,
+        stateless=stateless,
+        json_response=json_response,
+        max_sessions_per_user=max_sessions_per_user,
+        session_idle_timeout=session_idle_timeout,
+        max_sessions=max_sessions,
     )
     app.router.routes.append(Route(path, endpoint=endpoint))
     original = app.router.lifespan_context
@@ -224,6 +314,15 @@ def _bearer(scope: Scope) -> str | None:
     scheme, _, token = value.partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
+
+
+async def _respond_jsonrpc(send: Send, status: int, message: str) -> None:
+    """A JSON-RPC error (id null: the request was refused before it was read) at an HTTP status."""
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": _INVALID_REQUEST, "message": message}}
+    body = json.dumps(error).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _respond(send: Send, status: int, code: str, message: str, *, bearer: bool = False) -> None:

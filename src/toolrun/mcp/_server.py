@@ -371,7 +371,9 @@ class _Handlers:
             or claims["t"] != tool.name
             or not hmac.compare_digest(claims["a"], sealer.arguments_hash(params.arguments))
         ):
-            return _confirm.invalid_state(call_id, tool.name)
+            # Not a state this server sealed for this user, tool and arguments: the request itself is
+            # wrong (a protocol error, as for any invalid params), not a result of the tool.
+            raise MCPError(code=types.INVALID_PARAMS, message=_confirm.INVALID_STATE)
         if sealer.expired(claims):
             return _confirm.expired_state(call_id, tool.name)
         raw = (params.input_responses or {}).get(_confirm.CONFIRM_KEY)

@@ -14,8 +14,8 @@ How toolrun's neutral conversation maps onto the Messages API:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from toolrun.models._base import RetryPolicy
 from toolrun.models._client import _SDKClientModel
@@ -297,7 +297,7 @@ class AnthropicModel(_SDKClientModel):
     # Streaming
 
     def _stream_assembler(self, request: ModelRequest) -> StreamAssembler:
-        return StreamAssembler(request.tools.original_name, decode_arguments=True)
+        return _Assembler(request.tools.original_name, decode_arguments=True)
 
     def _stream_done(self, item: dict[str, Any]) -> bool:
         return item.get("type") == "message_stop"
@@ -317,6 +317,7 @@ class AnthropicModel(_SDKClientModel):
         if kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
+                cast(_Assembler, asm).tool_blocks.add(event.get("index"))
                 initial = block.get("input")
                 return [
                     asm.tool_fragment(
@@ -334,6 +335,10 @@ class AnthropicModel(_SDKClientModel):
             if delta.get("type") == "text_delta" and delta.get("text"):
                 return [asm.text(delta["text"])]
             if delta.get("type") == "input_json_delta":
+                # Only `tool_use` blocks are the client's calls; a `server_tool_use` block (tool search,
+                # code execution, web search) streams its input the same way but runs at Anthropic.
+                if event.get("index") not in cast(_Assembler, asm).tool_blocks:
+                    return []
                 return [asm.tool_fragment(event.get("index"), arguments=delta.get("partial_json") or None)]
             return []  # thinking / signature / citations deltas are not modelled yet
         if kind == "content_block_stop":
@@ -348,3 +353,12 @@ class AnthropicModel(_SDKClientModel):
             asm.raw = event
             return []
         return []
+
+
+class _Assembler(StreamAssembler):
+    """The stream assembler, knowing which content blocks are the client's `tool_use` calls."""
+
+    def __init__(self, original_name: Callable[[str], str], *, decode_arguments: bool) -> None:
+        super().__init__(original_name, decode_arguments=decode_arguments)
+        self.tool_blocks: set[Any] = set()
+        """Indexes of the `tool_use` blocks opened so far."""

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolrun.formats.openai import chat_call_id
 from toolrun.models._base import RetryPolicy
 from toolrun.models._client import _SDKClientModel
 from toolrun.models._errors import ProviderResponseError
@@ -248,13 +249,17 @@ class OpenAIModel(_SDKClientModel):
             if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
                 raise ProviderResponseError(f"malformed tool call: {raw_call!r:.200}", provider=self.provider)
             arguments = function.get("arguments")
-            kwargs: dict[str, Any] = {
-                "name": request.tools.original_name(function["name"]),
-                "arguments": arguments if isinstance(arguments, str | Mapping) else None,
-            }
-            if raw_call.get("id"):
-                kwargs["id"] = str(raw_call["id"])
-            calls.append(ToolCall(**kwargs))
+            try:
+                call_id = chat_call_id(raw_call.get("id"))
+            except TypeError as exc:
+                raise ProviderResponseError(f"malformed tool call: {exc}", provider=self.provider) from exc
+            calls.append(
+                ToolCall(
+                    id=call_id,
+                    name=request.tools.original_name(function["name"]),
+                    arguments=arguments if isinstance(arguments, str | Mapping) else None,
+                )
+            )
         provider_reason = choices[0].get("finish_reason")
         reason = _finish(provider_reason)
         if calls and reason == "stop":

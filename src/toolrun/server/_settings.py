@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     """Override the system prompt given to real models."""
     log_level: str = "INFO"
     """Level of the JSON logs."""
+    mcp_max_sessions_per_user: int = Field(default=16, ge=1)
+    """Open MCP sessions (at `/mcp`) one user may hold; one more is refused with 429, for that user only."""
+    mcp_session_idle_timeout: float = Field(default=600.0, gt=0)
+    """Seconds an MCP session may stay unused before it is closed and its place freed."""
     token_cache_seconds: float = Field(default=5.0, ge=0)
     """How long a process trusts a checked API token before asking the database again (revocations take
     effect within this many seconds)."""

@@ -16,7 +16,10 @@ is rewritten to its evident meaning, and each rewrite is reported as a `SchemaCh
 - `required-unknown`: a name in `required` with no property → removed;
 - `optional`: `"optional": true` on a property, `"optional": ["a"]` on an object (ToolBench) → not required;
 - `nullable`: `"nullable": true` (OpenAPI 3.0) → `null` added to the type;
-- `enum-string` / `enum-values`: `"enum": "a, b, c"` → a list; numbers in a string enum → strings;
+- `enum-string` / `enum-values`: `"enum": "a, b, c"` → a list; numbers in a string enum → strings, numbers
+  written as text in an integer or number enum → numbers;
+- `enum-items`: an `enum` of scalars on an array (`{"type": "array", "items": {"type": "string"},
+  "enum": ["view", "clone"]}`, BFCL live functions) lists the allowed items → `items.enum`;
 - `default`: `"10"` on an integer, `"true"` on a boolean, `"[]"` on an array → typed; `null` on a
   non-null type, or a value of no such type → removed;
 - `number-keyword`: `"minimum": "0"`, `"maxLength": "5"` → numbers;
@@ -333,6 +336,7 @@ class _Normalizer:
             schemas = [(_parse_type(i)[0] or {}) for i in items]
             node["items"] = schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
             self.note(where, "items", f"items {items!r} → {node['items']!r}", items, node["items"])
+        self.array_enum(node, where)
         extra = node.get("additionalProperties")
         if isinstance(extra, str):
             parsed, _ = _parse_type(extra)
@@ -407,6 +411,29 @@ class _Normalizer:
         ):
             node["enum"] = [v if isinstance(v, str) else str(v) for v in enum]
             self.note(where, "enum-values", "non-string enum values made strings", enum, node["enum"])
+        elif node.get("type") in ("integer", "number") and isinstance(enum, list):
+            numbers = [_number(v) for v in enum]
+            if numbers != enum and all(isinstance(v, int | float) for v in numbers):
+                node["enum"] = numbers
+                self.note(
+                    where, "enum-values", "numeric enum values written as text made numbers", enum, numbers
+                )
+
+    def array_enum(self, node: dict[str, Any], where: str) -> None:
+        """An `enum` of scalars on an array lists the allowed items (BFCL live functions, many hand-written
+        specs): read literally no list equals a string, and every valid call would be refused."""
+        enum, items = node.get("enum"), node.get("items", {})
+        if (
+            node.get("type") != "array"
+            or not isinstance(enum, list)
+            or not enum
+            or any(isinstance(v, list) for v in enum)  # a list among them: an enum of whole arrays
+            or not isinstance(items, dict)
+        ):
+            return
+        del node["enum"]
+        node["items"] = items if "enum" in items else {**items, "enum": enum}
+        self.note(where, "enum-items", "array-level enum of items → items.enum", enum, node["items"])
 
     def default(self, node: dict[str, Any], where: str) -> None:
         if "default" not in node:

@@ -6,8 +6,9 @@ toolrun's "unknown fields are refused" rule would refuse every field, and provid
 root's `properties` (Gemini) would see no parameters at all. `callable_root` rewrites the root so that:
 
 - a root `$ref` is replaced by its target (siblings kept, `$defs` kept for nested references);
-- `allOf` parts are merged into the root (properties and `required` unioned; a property two parts both
-  describe must satisfy both, as `allOf` of the two; keywords that conflict stay in a smaller `allOf`);
+- the fields of `allOf` parts are listed at the root (properties and `required` unioned; a property two
+  parts describe keeps the first description at the root), and the parts themselves stay as declared: the
+  validator checks each, MCP `tools/list` shows them as written, provider exports fold them;
 - the fields of `anyOf`/`oneOf` alternatives are listed at the root (a field described differently by
   two alternatives gets `anyOf` of the descriptions; a field every alternative requires is required),
   and the alternatives themselves stay: the validator still checks that the arguments match them;
@@ -84,43 +85,23 @@ def callable_root(schema: dict[str, Any], name: str) -> tuple[dict[str, Any], li
 
     parts = root.get("allOf")
     if isinstance(parts, list):
-        leftover: list[Any] = []
+        # The parts stay as declared (the validator checks each; MCP `tools/list` shows them as written;
+        # provider exports fold them): only their fields are listed at the root, so they can be sent.
         pending = list(parts)
         steps = 0
         while pending and steps < _MAX_STEPS * 4:
             steps += 1
             part = _deref(root, pending.pop(0), name)
             if not isinstance(part, Mapping):
-                leftover.append(part)
                 continue
             if isinstance(part.get("allOf"), list):
                 pending = [*part["allOf"], {k: v for k, v in part.items() if k != "allOf"}, *pending]
                 continue
             open_ = open_ or _opens(part)
-            conflict: dict[str, Any] = {}
-            for key, value in part.items():
-                if key == "properties" and isinstance(value, Mapping):
-                    for field, sub in value.items():
-                        if field in props and props[field] != sub:
-                            props[field] = {"allOf": [props[field], sub]}
-                        else:
-                            props[field] = sub
-                elif key == "required" and isinstance(value, list):
-                    required += [r for r in value if r not in required]
-                elif key in ("additionalProperties", "patternProperties"):
-                    continue  # each part closes over its own fields only; the merged root decides
-                elif key in ("anyOf", "oneOf") and key in root:
-                    conflict[key] = value
-                elif key not in root or root[key] == value:
-                    root[key] = value
-                elif key not in ("description", "title", "type"):
-                    conflict[key] = value
-            if conflict:
-                leftover.append(conflict)
-        del root["allOf"]
-        if leftover:
-            root["allOf"] = leftover
-        changes.append("/: allOf parts merged into the root")
+            for field, sub in (part.get("properties") or {}).items():
+                props.setdefault(field, sub)  # the first description; the allOf still applies them all
+            required += [r for r in part.get("required") or () if isinstance(r, str) and r not in required]
+        changes.append("/: fields of the allOf parts listed at the root")
 
     for key in ("anyOf", "oneOf"):
         branches = root.get(key)

@@ -155,12 +155,57 @@ async def test_early_years_keep_the_fixed_width_that_sql_compares(tools: Tools) 
 
 async def test_update_is_idempotent_and_checks_values(tools: Tools) -> None:
     task = await tools("create_task", title="Draft", tags=["a"])
-    once = await tools("update_task", task_id=task["id"], status="in_progress", tags=["b", "c", "b"])
-    twice = await tools("update_task", task_id=task["id"], status="in_progress", tags=["b", "c", "b"])
-    assert once["status"] == twice["status"] == "in_progress" and once["tags"] == twice["tags"] == ["b", "c"]
-    assert (await tools("update_task", task_id=task["id"], status="finished")).code == "INVALID_STATUS"
+    once = await tools("update_task", task_id=task["id"], priority="high", tags=["b", "c", "b"])
+    twice = await tools("update_task", task_id=task["id"], priority="high", tags=["b", "c", "b"])
+    assert once["priority"] == twice["priority"] == "high" and once["tags"] == twice["tags"] == ["b", "c"]
+    started = await tools("set_task_status", task_id=task["id"], status="in_progress")
+    assert started["status"] == "in_progress" and started["tags"] == ["b", "c"]
+    assert (await tools("set_task_status", task_id=task["id"], status="finished")).code == "INVALID_STATUS"
+    assert (await tools("set_task_status", task_id="task_nope", status="done")).code == "NOT_FOUND"
     assert (await tools("update_task", task_id=task["id"], priority="meh")).code == "INVALID_PRIORITY"
     assert (await tools("update_task", task_id="task_nope", title="x")).code == "NOT_FOUND"
+    assert (await tools("update_task", task_id=task["id"], status="done")).code == "INVALID_ARGUMENTS"
+
+
+async def test_overwriting_what_the_user_wrote_needs_confirmation_a_status_change_does_not(
+    tools: Tools,
+) -> None:
+    """A model that rewrites the user's tasks in one turn is held at the gate, every call; marking a task
+    done is not."""
+    ids = [
+        (await tools("create_task", title=f"Mine {i}", description="my notes", tags=["me"]))["id"]
+        for i in range(5)
+    ]
+    overwrites = [
+        {"title": "pwned"},
+        {"description": "gone"},
+        {"tags": []},
+        {"eta": "2030-01-01"},
+        {"priority": "low"},
+    ]
+    held = [
+        await tools.executor.execute(ToolCall(name="update_task", arguments={"task_id": i, **change}), ALICE)
+        for i, change in zip(ids, overwrites, strict=True)
+    ]
+    assert [r.status for r in held] == ["confirmation_required"] * 5
+    after = {t["id"]: t for t in (await tools("query_tasks"))["tasks"]}
+    assert all(
+        after[i]["title"] == f"Mine {n}"
+        and after[i]["description"] == "my notes"
+        and after[i]["tags"] == ["me"]
+        for n, i in enumerate(ids)
+    )
+    assert all(t["eta"] is None and t["priority"] == "medium" for t in after.values())
+    done = await tools.executor.execute(
+        ToolCall(name="set_task_status", arguments={"task_id": ids[0], "status": "done"}), ALICE
+    )
+    assert done.status == "ok" and done.value["status"] == "done"
+    update, status = (
+        tools.executor.registry.get("update_task"),
+        tools.executor.registry.get("set_task_status"),
+    )
+    assert update.options.requires_confirmation and update.options.destructive
+    assert not status.options.requires_confirmation and not status.options.destructive
 
 
 async def test_delete_needs_confirmation(tools: Tools) -> None:

@@ -4,7 +4,7 @@
 from toolrun.apps.tasks import TaskStore, task_tools
 
 store = TaskStore(engine)                       # the service's SQLAlchemy AsyncEngine
-registry = ToolRegistry(task_tools(store))      # create_task, update_task, delete_task, query_tasks, ...
+registry = ToolRegistry(task_tools(store))      # create_task, set_task_status, update_task, ...
 ```
 
 Every tool reads the user from its `ToolContext` and sees only that user's rows. `create_demo_model()` is

@@ -9,7 +9,7 @@ configure a real model. It is labelled `demo` everywhere (model name, API, page)
 | `add <title> [!low/!medium/!high/!critical] [due <date>] [#tag]...` (or `create`, `new`) | `create_task` |
 | `list` / `list tasks` / `list <pending/in_progress/done> tasks` / `show tasks` | `query_tasks`        |
 | `search <words>` / `find <words>`                          | `query_tasks` with `filters.text`         |
-| `done <task_id>` / `complete <task_id>` / `start <task_id>` | `update_task` (status done / in_progress) |
+| `done <task_id>` / `complete <task_id>` / `start <task_id>` | `set_task_status` (done / in_progress) |
 | `delete <task_id>` / `remove <task_id>`                    | `delete_task` (asks for confirmation)     |
 | `attach <url> to <task_id> [as <title>]`                   | `add_attachment`                          |
 | `attachments <task_id>`                                     | `list_attachments`                        |
@@ -122,7 +122,7 @@ def parse_command(text: str, *, now: datetime | None = None) -> ToolCall | str:
             return ToolCall(name="query_tasks", arguments={"filters": {"text": m["text"]}})
         if kind in ("done", "start"):
             status = "done" if kind == "done" else "in_progress"
-            return ToolCall(name="update_task", arguments={"task_id": m["id"], "status": status})
+            return ToolCall(name="set_task_status", arguments={"task_id": m["id"], "status": status})
         if kind == "delete":
             return ToolCall(name="delete_task", arguments={"task_id": m["id"]})
         if kind == "attach":
@@ -162,7 +162,7 @@ def demo_reply(tool_name: str, content: str, is_error: bool) -> str:
         return content
     if tool_name == "create_task":
         return "Created " + _task_line(value) + "."
-    if tool_name == "update_task":
+    if tool_name in ("update_task", "set_task_status"):
         return "Updated " + _task_line(value) + "."
     if tool_name == "delete_task":
         return f"Deleted task {value.get('deleted')} ({value.get('title', '')})."

@@ -188,30 +188,47 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
         )
         return task.to_dict()
 
+    # Overwriting what a person wrote (title, notes, priority, due date, tags) needs their confirmation, a
+    # status change does not: two tools, so the gate is decided by the tool and visible in every export
+    # (MCP destructiveHint, the tools API) instead of by the arguments of one call.
     @tool(idempotent=True, timeout=30.0)
+    async def set_task_status(task_id: str, status: str, ctx: ToolContext) -> dict[str, Any]:
+        """Move one of the user's tasks to another status: start it, mark it done, or reopen it.
+
+        Use when the user says they started, finished or reopened a task. Calling it twice is harmless.
+
+        Returns the updated task. Errors: NOT_FOUND, INVALID_STATUS.
+
+        Args:
+            task_id: The task's id, e.g. "task_3f9a1c2b7d4e".
+            status: One of "pending", "in_progress", "done".
+        """
+        task = await store.update(_user(ctx), task_id, {"status": _status(status)})
+        if task is None:
+            raise _task_not_found(task_id)
+        return task.to_dict()
+
+    @tool(destructive=True, idempotent=True, timeout=30.0)
     async def update_task(
         task_id: str,
         ctx: ToolContext,
         title: str | None = None,
         description: str | None = None,
-        status: str | None = None,
         priority: str | None = None,
         eta: str | None = None,
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Change fields of one of the user's tasks; only the fields given change.
+        """Overwrite fields of one of the user's tasks; only the fields given change.
 
-        Use to rename, re-prioritise, reschedule or re-tag a task, or to move it to in_progress or done.
-        Calling it twice with the same arguments is harmless.
+        Use to rename, re-describe, re-prioritise, reschedule or re-tag a task. The old values are lost, so
+        the user confirms before it runs. To start or finish a task use set_task_status instead.
 
-        Returns the updated task. Errors: NOT_FOUND, INVALID_TITLE, INVALID_PRIORITY, INVALID_STATUS,
-        INVALID_ETA.
+        Returns the updated task. Errors: NOT_FOUND, INVALID_TITLE, INVALID_PRIORITY, INVALID_ETA.
 
         Args:
             task_id: The task's id, e.g. "task_3f9a1c2b7d4e".
             title: A new title (1-255 characters).
             description: New notes.
-            status: One of "pending", "in_progress", "done".
             priority: One of "low", "medium", "high", "critical".
             eta: A new due date, ISO 8601.
             tags: The new full list of tags (replaces the old one).
@@ -222,8 +239,6 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
             changes["title"] = _title(title)
         if description is not None:
             changes["description"] = _description(description)
-        if status is not None:
-            changes["status"] = _status(status)
         if priority is not None:
             changes["priority"] = _priority(priority)
         if eta is not None:
@@ -394,6 +409,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
 
     return [
         create_task,
+        set_task_status,
         update_task,
         delete_task,
         query_tasks,
