@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolrun import Agent, ErrorCode, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
+from toolrun import Agent, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolrun.agent import AgentRun, Approve, ConfirmationRequired, Deny
 from toolrun.models import (
     AssistantMessage,
@@ -227,7 +227,7 @@ async def test_agent_tool_limits_and_the_run_budget_leave_no_call_without_a_resu
 
 
 async def test_max_calls_counts_across_a_pause_and_resume() -> None:
-    registry, ran = make_tools()
+    registry, _ran = make_tools()
     first = [
         ToolCall(id="a1", name="notify", arguments={"text": "1"}),
         ToolCall(id="a2", name="archive_task", arguments={"task_id": "t1"}),

@@ -211,5 +211,6 @@ def test_a_record_is_immutable_and_its_dict_keeps_the_declared_field_order() -> 
         r.outcome = "ok"  # type: ignore[misc]
     assert list(r.to_dict()) == [
         "action", "tool", "call_id", "trace_id", "conversation_id", "principal", "arguments_hash",
-        "outcome", "code", "duration_ms", "attempts", "cached", "error_id", "confirmation_id", "timestamp", "rule_id",
+        "outcome", "code", "duration_ms", "attempts", "cached", "error_id", "confirmation_id", "timestamp",
+        "rule_id",
     ]  # fmt: skip
