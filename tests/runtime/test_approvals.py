@@ -134,17 +134,6 @@ async def test_invisible_characters_of_a_preview_are_shown_escaped(make_executor
     assert record.preview == "Delete 'inv\\u202eoice.txt'\nand\\u200b more"
 
 
-async def test_a_preview_of_a_tool_that_needs_no_confirmation_is_refused() -> None:
-    from toolrun import ToolDefinitionError
-
-    with pytest.raises(ToolDefinitionError, match="needs no confirmation"):
-
-        @tool(destructive=True, requires_confirmation=False, preview=lambda a, c: "x")
-        async def wipe(target: str) -> str:
-            """Wipe."""
-            return target
-
-
 async def test_edit_then_approve_runs_the_edited_call_once_and_tells_the_model(
     notes_db: Path, make_executor: Any
 ) -> None:

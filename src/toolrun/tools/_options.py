@@ -161,9 +161,10 @@ class ToolOptions:
     examples: tuple[ToolExample, ...] = ()
     """Worked examples, validated at definition time."""
     preview: PreviewFunction | None = None
-    """For tools that need confirmation: writes the text the person approves, from the application's own
-    records, before the confirmation is issued (see `PreviewFunction`). It runs time-boxed; when it fails,
-    the person sees the plain summary of the call and a line saying the preview could not be made."""
+    """Writes the text the person approves whenever a call of this tool is held for confirmation, from the
+    application's own records, before the confirmation is issued (see `PreviewFunction`). It runs
+    time-boxed; when it fails, the person sees the plain summary of the call and a line saying the
+    preview could not be made."""
     max_calls: int | None = None
     """Calls of this tool allowed per run (counted on the context's `ToolBudget`, which an `Agent` run
     always has; without a budget, on the context's `run_id`). Past it the call does not start and the
@@ -287,11 +288,6 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
         raise ToolDefinitionError(
             f"Tool {tool_name!r}: preview must be a function (arguments, ctx) -> str, not "
             f"{type(preview).__name__}."
-        )
-    if preview is not None and values.get("requires_confirmation") is False:
-        raise ToolDefinitionError(
-            f"Tool {tool_name!r}: a preview is shown to the person who approves a call, and this tool "
-            "needs no confirmation; drop preview=..., or set requires_confirmation=True."
         )
     max_calls = values.get("max_calls")
     if max_calls is not None and (
