@@ -82,7 +82,7 @@ async def _approvals_step(url: str) -> None:
         "tool_name": "delete_task",
         "arguments_hash": "h",
         "call": "{}",
-        "summary": "delete_task(task_id=\"t1\")",
+        "summary": 'delete_task(task_id="t1")',
         "created_at": 1.0,
         "expires_at": 2.0,
         "conversation_id": None,
