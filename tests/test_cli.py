@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from toolrun._chat_cli import run_chat
 from toolrun.cli import app
+from toolrun.server.migrate import head_revision
 
 runner = CliRunner()
 
@@ -40,7 +41,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_db_and_users(env: Path) -> None:
     r = runner.invoke(app, ["db", "upgrade"])
     assert r.exit_code == 0, r.output
-    assert "revision 0001" in r.output
+    assert f"revision {head_revision()}" in r.output
     r = runner.invoke(app, ["users", "add", "alice", "--role", "admin", "--role", "member"])
     assert r.exit_code == 0, r.output
     token = r.stdout.strip().splitlines()[-1]
@@ -52,7 +53,7 @@ def test_db_and_users(env: Path) -> None:
     r = runner.invoke(app, ["users", "revoke", "alice"])
     assert r.exit_code == 0 and "revoked 1 token(s)" in r.output
     assert runner.invoke(app, ["users", "revoke", "nobody"]).exit_code == 1
-    assert runner.invoke(app, ["db", "current"]).output.strip() == "0001"
+    assert runner.invoke(app, ["db", "current"]).output.strip() == head_revision()
     assert runner.invoke(app, ["db", "downgrade", "base"]).exit_code == 0
     assert runner.invoke(app, ["db", "current"]).output.strip() == "none"
 
@@ -132,3 +133,22 @@ async def test_chat_against_a_running_server(tmp_path: Path) -> None:
     out = console.export_text()
     assert "Created task_" in out and "Remote task" in out
     assert "401 The token is unknown or revoked." in out
+
+
+def test_approvals_add_list_revoke(env: Path) -> None:
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+    assert runner.invoke(app, ["users", "add", "alice"]).exit_code == 0
+    r = runner.invoke(
+        app, ["approvals", "add", "alice", "delete_task", "--days", "7", "--arguments", '{"task_id": "t1"}']
+    )
+    assert r.exit_code == 0, r.output
+    rule_id = r.output.split(":")[0].strip()
+    assert rule_id.startswith("rule_") and "allow delete_task for alice" in r.output
+    listed = runner.invoke(app, ["approvals", "list", "alice"])
+    assert rule_id in listed.output and "t1" in listed.output
+    assert runner.invoke(app, ["approvals", "add", "alice", "delete_task", "--days", "400"]).exit_code == 1
+    assert runner.invoke(app, ["approvals", "add", "alice", "x", "--arguments", "[1]"]).exit_code == 1
+    assert runner.invoke(app, ["approvals", "list", "nobody"]).exit_code == 1
+    assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 0
+    assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 1
+    assert rule_id not in runner.invoke(app, ["approvals", "list", "alice"]).output

@@ -106,7 +106,9 @@ async def _session(
                 break
             item = pending[0]
             approve = Confirm.ask(
-                f"[yellow]Allow[/yellow] {item['summary']}?", console=console, default=False
+                f"[yellow]Allow[/yellow] {item.get('preview') or item['summary']}?",
+                console=console,
+                default=False,
             )
             result = await _stream(
                 client,

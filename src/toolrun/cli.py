@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from toolrun._approvals_cli import app as approvals_app
 from toolrun.mcp._cli import app as mcp_app
 
 __all__ = ["app", "main"]
@@ -36,6 +37,7 @@ app.add_typer(users_app, name="users")
 app.add_typer(db_app, name="db")
 app.add_typer(tools_app, name="tools")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(approvals_app, name="approvals")
 
 out = Console()
 err = Console(stderr=True)
