@@ -91,7 +91,13 @@ async def test_chat_in_process_streams_and_asks_for_confirmation(
 ) -> None:
     console = Console(record=True, width=200, force_terminal=False)
     answers = iter(["y"])
-    monkeypatch.setattr("rich.prompt.Confirm.ask", lambda *a, **k: next(answers) == "y")
+    asked: list[str] = []
+
+    def confirm(question: str, *a: Any, **k: Any) -> bool:
+        asked.append(question)
+        return next(answers) == "y"
+
+    monkeypatch.setattr("rich.prompt.Confirm.ask", confirm)
     ask = script("add Buy bread !high", "list", "", "exit")
     code = await run_chat(url=None, token=None, conversation_id=None, console=console, ask=ask)
     assert code == 0
@@ -103,6 +109,7 @@ async def test_chat_in_process_streams_and_asks_for_confirmation(
     assert code == 0  # end of input
     out = console.export_text()
     assert f"Deleted task {task_id} (Buy bread)." in out and "No tasks match." in out
+    assert asked == ["[yellow]Allow?[/yellow] Delete the task 'Buy bread' (no due date), permanently."]
     kept = (env / "data" / "demo-token").read_text().strip()
     assert kept.startswith("trk_") and (env / "data" / "demo-token").stat().st_mode & 0o777 == 0o600
 

@@ -106,7 +106,7 @@ async def _session(
                 break
             item = pending[0]
             approve = Confirm.ask(
-                f"[yellow]Allow[/yellow] {item.get('preview') or item['summary']}?",
+                f"[yellow]Allow?[/yellow] {item.get('preview') or item['summary']}",
                 console=console,
                 default=False,
             )
