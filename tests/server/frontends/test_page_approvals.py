@@ -13,7 +13,6 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from .conftest import LiveServer
 from .test_page_browser import Page
-from .test_page_browser import browser as browser  # the module's Chromium fixture
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
