@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from toolrun._chat_cli import run_chat
 from toolrun.cli import app
+from toolrun.server.migrate import head_revision
 
 runner = CliRunner()
 
@@ -40,7 +41,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_db_and_users(env: Path) -> None:
     r = runner.invoke(app, ["db", "upgrade"])
     assert r.exit_code == 0, r.output
-    assert "revision 0001" in r.output
+    assert f"revision {head_revision()}" in r.output
     r = runner.invoke(app, ["users", "add", "alice", "--role", "admin", "--role", "member"])
     assert r.exit_code == 0, r.output
     token = r.stdout.strip().splitlines()[-1]
@@ -52,7 +53,7 @@ def test_db_and_users(env: Path) -> None:
     r = runner.invoke(app, ["users", "revoke", "alice"])
     assert r.exit_code == 0 and "revoked 1 token(s)" in r.output
     assert runner.invoke(app, ["users", "revoke", "nobody"]).exit_code == 1
-    assert runner.invoke(app, ["db", "current"]).output.strip() == "0001"
+    assert runner.invoke(app, ["db", "current"]).output.strip() == head_revision()
     assert runner.invoke(app, ["db", "downgrade", "base"]).exit_code == 0
     assert runner.invoke(app, ["db", "current"]).output.strip() == "none"
 
@@ -90,7 +91,13 @@ async def test_chat_in_process_streams_and_asks_for_confirmation(
 ) -> None:
     console = Console(record=True, width=200, force_terminal=False)
     answers = iter(["y"])
-    monkeypatch.setattr("rich.prompt.Confirm.ask", lambda *a, **k: next(answers) == "y")
+    asked: list[str] = []
+
+    def confirm(question: str, *a: Any, **k: Any) -> bool:
+        asked.append(question)
+        return next(answers) == "y"
+
+    monkeypatch.setattr("rich.prompt.Confirm.ask", confirm)
     ask = script("add Buy bread !high", "list", "", "exit")
     code = await run_chat(url=None, token=None, conversation_id=None, console=console, ask=ask)
     assert code == 0
@@ -105,6 +112,7 @@ async def test_chat_in_process_streams_and_asks_for_confirmation(
     assert code == 0  # end of input
     out = console.export_text()
     assert f"Deleted task {task_id} (Buy bread)." in out and "No tasks match." in out
+    assert asked == ["[yellow]Allow?[/yellow] Delete the task 'Buy bread' (no due date), permanently."]
     kept = (env / "data" / "demo-token").read_text().strip()
     assert kept.startswith("trk_") and (env / "data" / "demo-token").stat().st_mode & 0o777 == 0o600
 
@@ -361,3 +369,22 @@ def test_chat_in_a_terminal_asks_after_the_trace_in_whole_words(env: Path) -> No
             term.proc.kill()
     assert code == 0
     assert term.seen.count("demo model") == 1 and "Traceback" not in term.seen
+
+
+def test_approvals_add_list_revoke(env: Path) -> None:
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+    assert runner.invoke(app, ["users", "add", "alice"]).exit_code == 0
+    r = runner.invoke(
+        app, ["approvals", "add", "alice", "delete_task", "--days", "7", "--arguments", '{"task_id": "t1"}']
+    )
+    assert r.exit_code == 0, r.output
+    rule_id = r.output.split(":")[0].strip()
+    assert rule_id.startswith("rule_") and "allow delete_task for alice" in r.output
+    listed = runner.invoke(app, ["approvals", "list", "alice"])
+    assert rule_id in listed.output and "t1" in listed.output
+    assert runner.invoke(app, ["approvals", "add", "alice", "delete_task", "--days", "400"]).exit_code == 1
+    assert runner.invoke(app, ["approvals", "add", "alice", "x", "--arguments", "[1]"]).exit_code == 1
+    assert runner.invoke(app, ["approvals", "list", "nobody"]).exit_code == 1
+    assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 0
+    assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 1
+    assert rule_id not in runner.invoke(app, ["approvals", "list", "alice"]).output

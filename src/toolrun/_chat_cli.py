@@ -203,7 +203,8 @@ async def _session(
                     break
                 item = pending[0]
                 # The trace of the calls is printed; the question stands on its own lines, whole words.
-                console.print(f"[yellow]Confirm:[/yellow] {escape(str(item.get('summary')))}")
+                words = item.get("preview") or item.get("summary")
+                console.print(f"[yellow]Confirm:[/yellow] {escape(str(words))}")
                 approve = Confirm.ask("Allow it?", console=console, default=False)
                 path = f"/api/v1/confirmations/{item['confirmation_id']}/stream"
                 body = {"approve": approve}

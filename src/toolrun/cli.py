@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from toolrun._approvals_cli import app as approvals_app
 from toolrun._cli_shared import ensure_demo_user, err, use_words
 from toolrun._cli_shared import fail as _fail
 from toolrun._cli_shared import with_users as _with_users
@@ -38,6 +39,7 @@ app.add_typer(users_app, name="users")
 app.add_typer(db_app, name="db")
 app.add_typer(tools_app, name="tools")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(approvals_app, name="approvals")
 
 out = Console()
 

@@ -440,3 +440,29 @@ async def test_a_failing_confirmation_listing_fails_closed() -> None:
     state = await app.ainvoke(Command(resume=dict.fromkeys(ids, True)), cfg)
     assert "error" in state["__interrupt__"][0].value  # asked again, never crashed
     assert sum(runs.values()) == 0
+
+
+async def test_the_interrupt_describes_each_action_with_its_preview() -> None:
+    from toolrun import tool
+
+    names = {"1": "Renew passport", "2": "Buy milk"}
+
+    @tool(destructive=True, preview=lambda args, ctx: f"Delete the item '{names[args['item_id']]}'")
+    async def delete_item(item_id: str) -> str:
+        """Delete an item."""
+        return f"deleted {item_id}"
+
+    @tool(read_only=True)
+    async def lookup(q: str) -> str:
+        """Look something up."""
+        return f"found {q}"
+
+    app = build(ToolExecutor(ToolRegistry([delete_item, lookup])), MIXED, InMemorySaver())
+    state = await app.ainvoke({"messages": [HumanMessage("go")]}, config())
+    actions = state["__interrupt__"][0].value["action_requests"]
+    assert [a["description"] for a in actions] == [
+        "Delete the item 'Renew passport'",
+        "Delete the item 'Buy milk'",
+    ]
+    assert [a["preview"] for a in actions] == [a["description"] for a in actions]
+    assert all(a["summary"].startswith("delete_item(") for a in actions)

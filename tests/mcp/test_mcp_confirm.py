@@ -201,3 +201,38 @@ async def test_state_from_another_executor_key_is_refused(deleter: Deleter, cloc
             await retry(client, first.request_state)
     assert_invalid_state(refused.value)
     assert deleter.deleted == other.deleted == []
+
+
+@both
+async def test_the_person_is_shown_the_preview_and_their_reason_reaches_the_model(
+    clock: Clock, mode: str
+) -> None:
+    titles = {"t1": "Renew passport"}
+    registry = ToolRegistry()
+    deleted: list[str] = []
+
+    async def describe(args: Any, ctx: ToolContext) -> str:
+        return f"Delete the task '{titles[args['task_id']]}'"
+
+    @registry.register(destructive=True, preview=describe)
+    async def delete_task(task_id: str) -> dict[str, str]:
+        """Delete a task permanently."""
+        deleted.append(task_id)
+        return {"deleted": task_id}
+
+    executor = ToolExecutor(registry, clock=clock, confirmation_ttl=60.0)
+    asked: list[types.ElicitRequestParams] = []
+
+    async def refuse(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"approve": False, "reason": "keep it please"})
+
+    server = create_server(registry, executor=executor, principal=ToolContext(user_id="u1"))
+    async with Client(server, mode=mode, elicitation_callback=refuse) as client:
+        result = await client.call_tool("delete_task", {"task_id": "t1"})
+    [form] = asked
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert form.message == "Allow this action? Delete the task 'Renew passport'"
+    assert form.requested_schema["properties"]["reason"]["type"] == "string"
+    assert result.is_error and "The user said: keep it please" in text(result)
+    assert deleted == []

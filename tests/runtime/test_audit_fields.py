@@ -61,6 +61,7 @@ def _fields(record: AuditRecord) -> dict[str, Any]:
         "error_id",
         "confirmation_id",
         "timestamp",
+        "rule_id",
     }
     return out
 
@@ -118,6 +119,7 @@ async def test_every_field_of_every_kind_of_record(make_executor: Any) -> None:
         "error_id": None,
         "confirmation_id": None,
         "timestamp": c1["timestamp"],
+        "rule_id": None,
     }
     assert (c2["cached"], c2["attempts"], c2["arguments_hash"]) == (True, 0, c1["arguments_hash"])
     assert c3["code"] == ErrorCode.EXECUTION_FAILED and str(c3["error_id"]).startswith("err_")

@@ -60,7 +60,7 @@ def test_the_line_shows_every_field_that_is_set_in_order() -> None:
         "principal=u1 args=abc trace_id=t1 conversation_id=conv cached=true error_id=err_1 "
         "confirmation_id=conf_1"
     )
-    assert full.to_dict()["confirmation_id"] == "conf_1" and len(full.to_dict()) == 15
+    assert full.to_dict()["confirmation_id"] == "conf_1" and len(full.to_dict()) == 16
 
 
 class Collect(logging.Handler):
@@ -212,4 +212,5 @@ def test_a_record_is_immutable_and_its_dict_keeps_the_declared_field_order() -> 
     assert list(r.to_dict()) == [
         "action", "tool", "call_id", "trace_id", "conversation_id", "principal", "arguments_hash",
         "outcome", "code", "duration_ms", "attempts", "cached", "error_id", "confirmation_id", "timestamp",
+        "rule_id",
     ]  # fmt: skip

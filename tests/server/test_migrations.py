@@ -38,6 +38,7 @@ def _expected() -> dict[str, dict[str, Any]]:
     stores = create_sql_stores("sqlite+aiosqlite:///:memory:")
     tables = [*server_metadata.tables.values(), *task_metadata.tables.values()]
     tables += [stores.confirmations.table, stores.rate_limits.table, stores.cache.table]
+    tables += [stores.approval_rules.table]
     out = {t.name: {c.name: c.nullable for c in t.columns} for t in tables}
     out["toolrun_confirmations"]["run_id"] = True  # bound to the run that asked (nullable)
     return out
@@ -68,3 +69,51 @@ async def test_upgrade_and_downgrade_on_sqlite(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_upgrade_and_downgrade_on_postgres(postgres_url: str) -> None:
     await _roundtrip(postgres_url)
+
+
+async def _approvals_step(url: str) -> None:
+    """0003 on a database holding 0001 data: the confirmation row survives both ways, its preview is
+    readable (None) after the upgrade, and the downgrade drops exactly what 0003 added."""
+    await upgrade(url, "0001")
+    engine = create_engine(url)
+    row = {
+        "id": "conf_old",
+        "user_id": "u1",
+        "tool_name": "delete_task",
+        "arguments_hash": "h",
+        "call": "{}",
+        "summary": 'delete_task(task_id="t1")',
+        "created_at": 1.0,
+        "expires_at": 2.0,
+        "conversation_id": None,
+        "metadata": "{}",
+        "run_id": None,
+    }
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.table("toolrun_confirmations", *map(sa.column, row)).insert().values(row))
+        await upgrade(url)
+        stores = create_sql_stores(engine)
+        record = await stores.confirmations.get("conf_old")
+        assert record is not None and record.preview is None and record.summary == row["summary"]
+        found = await _columns(url)
+        assert "preview" in found["toolrun_confirmations"] and "rule_id" in found["toolrun_audit"]
+        assert "toolrun_approval_rules" in found
+        await downgrade(url, "0001")
+        found = await _columns(url)
+        assert "preview" not in found["toolrun_confirmations"] and "rule_id" not in found["toolrun_audit"]
+        assert "toolrun_approval_rules" not in found
+        async with engine.connect() as conn:
+            ids = (await conn.execute(sa.text("SELECT id FROM toolrun_confirmations"))).scalars().all()
+        assert ids == ["conf_old"]
+    finally:
+        await engine.dispose()
+
+
+async def test_the_approvals_migration_keeps_rows_on_sqlite(tmp_path: Path) -> None:
+    await _approvals_step(f"sqlite+aiosqlite:///{tmp_path}/a.db")
+
+
+@pytest.mark.slow
+async def test_the_approvals_migration_keeps_rows_on_postgres(postgres_url: str) -> None:
+    await _approvals_step(postgres_url)

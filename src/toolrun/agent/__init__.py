@@ -13,6 +13,8 @@ from toolrun.agent._extras import SEARCH_TOOL_NAME, PromptSource, loaded_tools, 
 from toolrun.agent._planner import Plan, PlannedCall
 from toolrun.agent._run import (
     AgentRun,
+    Approve,
+    Deny,
     InvalidRunError,
     PendingConfirmation,
     RunSignatureError,
@@ -25,7 +27,9 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentRun",
+    "Approve",
     "ConfirmationRequired",
+    "Deny",
     "InvalidRunError",
     "PendingConfirmation",
     "Plan",

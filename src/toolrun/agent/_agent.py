@@ -34,7 +34,7 @@ from toolrun.agent._events import (
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
-from toolrun.agent._run import AgentRun, PendingConfirmation, RunStatus, ToolCallRecord
+from toolrun.agent._run import AgentRun, Approve, Deny, PendingConfirmation, RunStatus, ToolCallRecord
 from toolrun.exceptions import ToolrunError
 from toolrun.models import (
     FinalResponse,
@@ -53,7 +53,7 @@ from toolrun.models import (
 from toolrun.models import TextDelta as ModelTextDelta
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ErrorCode, ToolResult
-from toolrun.runtime import ToolExecutor, canonical_json
+from toolrun.runtime import ToolExecutor, _errors, canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
 from toolrun.store import NO_USER
@@ -102,6 +102,8 @@ class Agent:
             instructions are re-rendered for every model request (replaces `instructions`).
         tool_search: Show the model only a `search_tools` meta-tool (plus the prompt's tools) and load
             the tools it finds into view; for agents with too many tools to send them all.
+        tool_limits: Calls allowed per run for some tools (`{"send_email": 2}`), on top of each tool's
+            own `max_calls`: past it the model gets `BUDGET_EXCEEDED` for that tool and the run goes on.
     """
 
     def __init__(
@@ -121,6 +123,7 @@ class Agent:
         max_tokens: int | None = None,
         prompt: PromptSource | None = None,
         tool_search: bool = False,
+        tool_limits: Mapping[str, int] | None = None,
     ) -> None:
         if mode not in ("native", "planner"):
             raise ValueError(f"mode must be 'native' or 'planner', not {mode!r}.")
@@ -150,6 +153,9 @@ class Agent:
         self.timeout = timeout
         self.max_tool_calls = max_tool_calls
         self.max_tokens = max_tokens
+        self.tool_limits = dict(tool_limits or {})
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.tool_limits.values()):
+            raise ValueError("tool_limits maps tool names to whole numbers of calls >= 1.")
 
     # ----------------------------------------------------------------------------------------------------
     # Public API
@@ -174,7 +180,7 @@ class Agent:
     async def resume(
         self,
         run: AgentRun,
-        approvals: Mapping[str, bool],
+        approvals: Mapping[str, bool | Approve | Deny],
         *,
         context: ToolContext[Any] | None = None,
     ) -> AgentRun:
@@ -191,13 +197,15 @@ class Agent:
         Args:
             run: The paused run (possibly rebuilt with `AgentRun.from_json`, or `load_run`, in another
                 process).
-            approvals: `{confirmation_id: True}` to approve, `False` to deny. Calls not mentioned stay
-                pending, and the run stays paused until every one is decided.
+            approvals: `{confirmation_id: True}` to approve, `False` to deny; `Approve(arguments=...)`
+                to approve the person's edited arguments, `Deny(reason=...)` to deny with a reason the
+                model receives. Each decision reaches its own call (by confirmation id, never by position).
+                Calls not mentioned stay pending, and the run stays paused until every one is decided.
             context: Who decides: the user who was asked (no user id for a run that had none).
 
         Raises:
-            ValueError: the run is not awaiting confirmation, or `approvals` names an id that is not
-                pending in it.
+            ValueError: the run is not awaiting confirmation, `approvals` names an id that is not
+                pending in it, or an edit's arguments are not valid for its tool (nothing ran).
         """
         async for _ in self._resume(run, approvals, context, streaming=False):
             pass
@@ -206,13 +214,56 @@ class Agent:
     async def stream_resume(
         self,
         run: AgentRun,
-        approvals: Mapping[str, bool],
+        approvals: Mapping[str, bool | Approve | Deny],
         *,
         context: ToolContext[Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Like `resume`, yielding events; the last event is `RunFinished`."""
         async for event in self._resume(run, approvals, context, streaming=True):
             yield event
+
+    async def abandon(
+        self, run: AgentRun, reason: str, *, context: ToolContext[Any] | None = None
+    ) -> AgentRun:
+        """End a run paused with `awaiting_confirmation` without deciding its held calls.
+
+        Every held call is withdrawn from the confirmation store (it can no longer be approved) and gets a
+        result saying it did not run because the run ended (`CONFIRMATION_EXPIRED`, reason `run_ended`,
+        with `reason`); the paused turn's results are appended to the history (so every tool call of the
+        turn has exactly one result, and the history stays valid for every provider), and the run ends
+        `failed` with `reason` in `run.error`.
+
+        Raises:
+            ValueError: the run is not awaiting confirmation.
+        """
+        if run.status != "awaiting_confirmation":
+            raise ValueError(
+                f"Only a run awaiting confirmation can be abandoned; this one is {run.status!r}."
+            )
+        ctx = self._context(run, context)
+        principal = ctx.user_id or NO_USER
+        for pending in run.pending:
+            try:
+                record = await self.executor.confirmation.store.get(pending.confirmation_id)
+                if record is not None and record.run_id == run.run_id:
+                    await self.executor.confirmation.store.consume(pending.confirmation_id, user_id=principal)
+            except Exception as exc:  # it expires by itself; the run ends all the same
+                log_exception(logger, "agent run %s: could not withdraw a confirmation", exc, run.run_id)
+            result = _errors.fail(
+                pending.call.id,
+                pending.call.name,
+                ErrorCode.CONFIRMATION_EXPIRED,
+                f"The run ended before the user decided on {pending.call.name!r} ({reason}); it did not run.",
+                recover_action="Call the tool again if the user still wants this done.",
+                details={"reason": "run_ended"},
+            )
+            self._replace_result(run, pending.call.id, result)
+        results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
+        batch, run.batch, run.pending = run.batch, [], []
+        if run.mode == "native":
+            run.messages.extend(ToolResultMessage.from_result(results[c.id]) for c in batch)
+        run.status, run.error = "failed", reason
+        return run
 
     def dump_run(self, run: AgentRun) -> str:
         """`run` as JSON text signed with this agent's executor key (see `load_run`).
@@ -243,7 +294,7 @@ class Agent:
     async def _resume(
         self,
         run: AgentRun,
-        approvals: Mapping[str, bool],
+        approvals: Mapping[str, bool | Approve | Deny],
         context: ToolContext[Any] | None,
         *,
         streaming: bool,
@@ -261,13 +312,28 @@ class Agent:
             run.status, run.error = "failed", problem
             yield RunFinished(run=run)
             return
+        for pending in run.pending:  # every edit is checked before anything is decided
+            decision = approvals.get(pending.confirmation_id)
+            if isinstance(decision, Approve) and decision.arguments is not None:
+                checked = await self.executor.preview_edit(pending.confirmation_id, ctx, decision.arguments)
+                if checked.error is not None:
+                    raise ValueError(
+                        f"The edited arguments for {pending.call.name!r} ({pending.confirmation_id}) were "
+                        f"refused, nothing ran: {checked.error.render()}"
+                    )
         still_pending: list[PendingConfirmation] = []
         for pending in run.pending:
             decision = approvals.get(pending.confirmation_id)
             if decision is None:
                 still_pending.append(pending)
                 continue
-            if decision:
+            if isinstance(decision, Approve):
+                result = await self.executor.approve(
+                    pending.confirmation_id, ctx, arguments=decision.arguments
+                )
+            elif isinstance(decision, Deny):
+                result = await self.executor.deny(pending.confirmation_id, ctx, decision.reason)
+            elif decision:
                 result = await self.executor.approve(pending.confirmation_id, ctx)
             else:
                 result = await self.executor.deny(pending.confirmation_id, ctx)
@@ -340,6 +406,7 @@ class Agent:
             )
             entry.summary = record.summary
             entry.arguments = dict(arguments) if isinstance(arguments, Mapping) else None
+            entry.preview = record.preview
         return None
 
     def _record_mismatch(
@@ -357,6 +424,7 @@ class Agent:
             or not _same_arguments(entry.call.arguments, stored.get("arguments"))
             # What the person was shown counts too: a changed summary means they approved something else.
             or entry.summary != record.summary
+            or entry.preview != record.preview
             or (entry.arguments is not None and not _same_arguments(entry.arguments, shown))
         ):
             return "does not match the call in this run (the run was changed after it paused)"
@@ -400,9 +468,17 @@ class Agent:
             changes["state"] = run.state  # the run's own state: kept in its JSON, back on resume
         else:
             run.state = ctx.state
-        if self.max_tool_calls is not None and ctx.budget is None:
-            used = sum(1 for r in run.tool_calls if r.result.attempts > 0)
-            changes["budget"] = ToolBudget(max_calls=self.max_tool_calls, calls_used=used)
+        if ctx.budget is None:  # every run counts its calls: max_tool_calls, tool_limits, tools' max_calls
+            ran = [r.call.name for r in run.tool_calls if r.result.attempts > 0]
+            per_tool: dict[str, int] = {}
+            for name in ran:
+                per_tool[name] = per_tool.get(name, 0) + 1
+            changes["budget"] = ToolBudget(
+                max_calls=self.max_tool_calls,
+                calls_used=len(ran),
+                tool_limits=dict(self.tool_limits),
+                tool_calls=per_tool,
+            )
         if self.timeout is not None:
             deadline = time.time() + self.timeout
             changes["deadline"] = deadline if ctx.deadline is None else min(ctx.deadline, deadline)
@@ -587,7 +663,10 @@ class Agent:
                 entry = await self._pending_entry(run, call, result)
                 pending.append(entry)
                 yield ConfirmationRequired(
-                    confirmation_id=entry.confirmation_id, call=call, summary=entry.summary
+                    confirmation_id=entry.confirmation_id,
+                    call=call,
+                    summary=entry.summary,
+                    preview=entry.preview,
                 )
         if pending:
             run.pending, run.batch = pending, list(calls)
@@ -600,6 +679,7 @@ class Agent:
         cid = result.confirmation_id or ""
         summary = result.message or f"run {call.name}"
         arguments: dict[str, Any] | None = None
+        preview: str | None = None
         try:
             record = await self.executor.confirmation.store.get(cid)
         except Exception as exc:  # resume() checks the store again, and refuses without it
@@ -613,15 +693,23 @@ class Agent:
             record = None
         if record is not None:
             summary = record.summary
+            preview = record.preview
             shown = record.metadata.get("arguments")
             arguments = dict(shown) if isinstance(shown, Mapping) else None
-        return PendingConfirmation(confirmation_id=cid, call=call, summary=summary, arguments=arguments)
+        return PendingConfirmation(
+            confirmation_id=cid, call=call, summary=summary, arguments=arguments, preview=preview
+        )
 
     def _after_results(self, run: AgentRun, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
         """Feed a turn's results back (native mode) and stop on a spent budget or a hopeless tool."""
         if run.mode == "native":
             run.messages.extend(ToolResultMessage.from_result(r) for r in results)
-        if any(r.error is not None and r.error.code == ErrorCode.BUDGET_EXCEEDED for r in results):
+        if any(
+            r.error is not None
+            and r.error.code == ErrorCode.BUDGET_EXCEEDED
+            and r.error.details.get("limit") != "tool"  # one tool's limit: the run goes on without it
+            for r in results
+        ):
             run.status, run.error = "budget_exceeded", "The run's budget of tool calls is spent."
             return
         for call in calls:

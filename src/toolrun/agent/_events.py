@@ -55,6 +55,8 @@ class ConfirmationRequired:
     confirmation_id: str
     call: ToolCall
     summary: str
+    preview: str | None = None
+    """The text the person approves (the tool's preview from the application's records), if any."""
 
 
 @dataclass(kw_only=True, slots=True)

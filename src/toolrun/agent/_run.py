@@ -25,6 +25,8 @@ from toolrun.tools import ToolCall
 
 __all__ = [
     "AgentRun",
+    "Approve",
+    "Deny",
     "InvalidRunError",
     "PendingConfirmation",
     "RunSignatureError",
@@ -212,6 +214,14 @@ class PendingConfirmation:
     value too long to show is named as such, and then `arguments` holds it."""
     arguments: dict[str, Any] | None = None
     """The full validated arguments (as JSON data) the call would run with, for a UI to show."""
+    preview: str | None = None
+    """The text the person approves, written by the tool's preview from the application's records (see
+    `toolrun.store.PendingConfirmation.preview`); None for a tool without one (then show `summary`)."""
+
+    @property
+    def shown(self) -> str:
+        """What to show the person deciding: the preview when there is one, else the summary."""
+        return self.preview if self.preview is not None else self.summary
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -219,6 +229,7 @@ class PendingConfirmation:
             "call": self.call.to_dict(),
             "summary": self.summary,
             "arguments": self.arguments,
+            "preview": self.preview,
         }
 
     @classmethod
@@ -230,7 +241,30 @@ class PendingConfirmation:
             call=_call(_object(_get(data, _where, "call", dict), f"{_where}.call"), f"{_where}.call"),
             summary=_get(data, _where, "summary", str),
             arguments=_get(data, _where, "arguments", (dict, type(None)), None),
+            preview=_get(data, _where, "preview", (str, type(None)), None),
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approve:
+    """A decision for `Agent.resume`: approve, optionally with the person's own arguments.
+
+    With `arguments`, the edited call is validated (an invalid edit raises `ValueError` before anything
+    of the resume runs), previewed again, bound to the new arguments and run once; the model is told what
+    the person changed. `True` in `approvals` means `Approve()`.
+    """
+
+    arguments: Mapping[str, Any] | None = None
+    """The arguments to run with instead of the model's (all of them, as JSON data); None: as held."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deny:
+    """A decision for `Agent.resume`: refuse, optionally saying why; the model receives the reason.
+    `False` in `approvals` means `Deny()`."""
+
+    reason: str | None = None
+    """The person's own words, for the model (never logged)."""
 
 
 @dataclass(kw_only=True)

@@ -118,6 +118,8 @@ class _Held:
     call: ToolCall
     confirmation_id: str
     summary: str
+    preview: str | None = None
+    """The text the person approves (the tool's preview from the application's records), if any."""
 
 
 def _needs_confirmation(executor: ToolExecutor, name: Any) -> bool:
@@ -161,11 +163,16 @@ async def _hold(
             and found.tool_name == call.name
             and _same_arguments(found.call.get("arguments"), call.arguments)
         ):
-            held.append(_Held(index, call, found.id, found.summary))
+            held.append(_Held(index, call, found.id, found.summary, found.preview))
             continue
         result = await executor.execute(call, ctx)
         if result.status == "confirmation_required" and result.confirmation_id:
-            held.append(_Held(index, call, result.confirmation_id, result.message or call.name))
+            try:
+                record = await executor.confirmation.store.get(result.confirmation_id)
+            except Exception:  # the summary is still there to show
+                record = None
+            preview = record.preview if record is not None else None
+            held.append(_Held(index, call, result.confirmation_id, result.message or call.name, preview))
         else:
             done[index] = result
     return held, done
@@ -180,7 +187,9 @@ def approval_request(held: Sequence[_Held], thread_id: str | None) -> dict[str, 
             {
                 "name": h.call.name,
                 "args": dict(h.call.arguments) if isinstance(h.call.arguments, Mapping) else h.call.arguments,
-                "description": h.summary,
+                "description": h.preview if h.preview is not None else h.summary,
+                "summary": h.summary,
+                "preview": h.preview,
                 "confirmation_id": h.confirmation_id,
                 "tool_call_id": h.call.id,
             }

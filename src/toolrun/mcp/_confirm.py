@@ -37,6 +37,7 @@ __all__ = [
     "decision_of",
     "expired_state",
     "needs_confirmation",
+    "reason_of",
 ]
 
 CONFIRM_KEY = "toolrun_confirm"
@@ -92,7 +93,8 @@ class Sealer:
 
 
 def confirmation_form(summary: str) -> types.ElicitRequestFormParams:
-    """The question put to the person: what would run, and one yes/no field."""
+    """The question put to the person: what would run (the tool's preview, from the server's records,
+    when it has one), a yes/no field, and an optional reason for a refusal (the model receives it)."""
     return types.ElicitRequestFormParams(
         message=f"Allow this action? {summary}",
         requested_schema={
@@ -103,11 +105,25 @@ def confirmation_form(summary: str) -> types.ElicitRequestFormParams:
                     "title": "Approve",
                     "description": "Run this action now.",
                     "default": False,
-                }
+                },
+                "reason": {
+                    "type": "string",
+                    "title": "Reason",
+                    "description": "If you refuse: why (the assistant is told).",
+                    "maxLength": 2000,
+                },
             },
             "required": ["approve"],
         },
     )
+
+
+def reason_of(answer: types.ElicitResult | None) -> str | None:
+    """The person's reason for refusing, when the form carried one."""
+    if answer is None or answer.action != "accept":
+        return None
+    reason = (answer.content or {}).get("reason")
+    return reason.strip()[:2000] if isinstance(reason, str) and reason.strip() else None
 
 
 def decision_of(answer: types.ElicitResult | None) -> str:

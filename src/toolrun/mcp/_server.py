@@ -333,7 +333,13 @@ class _Handlers:
         if not _can_elicit(ctx, modern):
             await self.executor.deny(confirmation_id, context)  # withdrawn: nothing may run it later
             return _render(_confirm.needs_confirmation(pending.call_id, tool.name), tool)
-        form = _confirm.confirmation_form(pending.message or tool.name)
+        try:  # what the person approves: the preview stored with the confirmation, else the summary
+            record = await self.executor.confirmation.store.get(confirmation_id)
+        except Exception:
+            record = None
+        form = _confirm.confirmation_form(
+            record.shown if record is not None else (pending.message or tool.name)
+        )
         if modern:
             state = self.sealer.seal(
                 confirmation_id=confirmation_id,
@@ -353,7 +359,10 @@ class _Handlers:
         except Exception:  # the client failed to ask: treat as no answer, fail closed
             answer = None
         decision = _confirm.decision_of(answer)
-        return _render(await self._decide(decision, confirmation_id, context, tool.name), tool)
+        return _render(
+            await self._decide(decision, confirmation_id, context, tool.name, _confirm.reason_of(answer)),
+            tool,
+        )
 
     async def _resume(
         self,
@@ -378,15 +387,22 @@ class _Handlers:
             return _confirm.expired_state(call_id, tool.name)
         raw = (params.input_responses or {}).get(_confirm.CONFIRM_KEY)
         answer = raw if isinstance(raw, types.ElicitResult) else None
-        return await self._decide(_confirm.decision_of(answer), claims["c"], context, tool.name)
+        return await self._decide(
+            _confirm.decision_of(answer), claims["c"], context, tool.name, _confirm.reason_of(answer)
+        )
 
     async def _decide(
-        self, decision: str, confirmation_id: str, context: ToolContext[Any], tool_name: str
+        self,
+        decision: str,
+        confirmation_id: str,
+        context: ToolContext[Any],
+        tool_name: str,
+        reason: str | None = None,
     ) -> ToolResult:
         executor = self.executor
         if decision == "approve":
             return await executor.approve(confirmation_id, context)
-        result = await executor.deny(confirmation_id, context)
+        result = await executor.deny(confirmation_id, context, reason)
         if (
             decision == "cancel"
             and result.error is not None

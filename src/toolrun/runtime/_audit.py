@@ -67,6 +67,9 @@ class AuditRecord(msgspec.Struct, frozen=True, gc=False):
     confirmation_id: str | None
     timestamp: float
     """`time.time()` when the call ended."""
+    rule_id: str | None = None
+    """The standing approval rule (`ApprovalRule.id`) that approved or refused the call instead of a
+    person, if one did."""
 
     def to_dict(self) -> dict[str, Any]:
         """The fields by name, in declaration order."""
@@ -88,6 +91,8 @@ class AuditRecord(msgspec.Struct, frozen=True, gc=False):
             line += f" error_id={self.error_id}"
         if self.confirmation_id:
             line += f" confirmation_id={self.confirmation_id}"
+        if self.rule_id:
+            line += f" rule_id={self.rule_id}"
         return line
 
 

@@ -28,9 +28,11 @@ __all__ = [
     "not_found",
     "not_started",
     "permission_denied",
+    "quota_exceeded",
     "rate_limited",
     "result_invalid",
     "timeout",
+    "tool_budget_exceeded",
 ]
 
 _MAX_NAME_ECHO = 64
@@ -159,6 +161,34 @@ def budget_exceeded(call_id: str, tool_name: str, max_calls: int) -> ToolResult:
         f"The budget of {max_calls} tool calls for this request is spent; the tool did not run.",
         recover_action="Stop calling tools and answer with what you have.",
         details={"max_calls": max_calls},
+    )
+
+
+def tool_budget_exceeded(call_id: str, tool_name: str, max_calls: int) -> ToolResult:
+    """A tool's own per-run limit (`max_calls`) is reached: the run may go on without it."""
+    return fail(
+        call_id,
+        tool_name,
+        ErrorCode.BUDGET_EXCEEDED,
+        f"The tool {tool_name!r} may be called at most {max_calls} time(s) in this request, and that many "
+        "calls were made; this one did not run.",
+        recover_action="Do not call this tool again in this request: go on without it, or tell the user.",
+        details={"max_calls": max_calls, "limit": "tool"},
+    )
+
+
+def quota_exceeded(call_id: str, tool_name: str, retry_after: float) -> ToolResult:
+    """The user's quota of calls (across tools, over a window) is spent."""
+    wait = math.ceil(retry_after * 100) / 100 if math.isfinite(retry_after) else 60.0
+    return fail(
+        call_id,
+        tool_name,
+        ErrorCode.RATE_LIMITED,
+        f"The user's quota of tool calls is spent for now; more are allowed in {wait:g} seconds. The tool "
+        "did not run.",
+        retryable=True,
+        recover_action="Stop calling tools, answer with what you have, and tell the user about the quota.",
+        details={"retry_after": wait, "quota": True},
     )
 
 

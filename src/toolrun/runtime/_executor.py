@@ -18,6 +18,7 @@ execute(call, context)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -33,6 +34,7 @@ from toolrun.exceptions import ArgumentsError
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
+from toolrun.runtime._approvals import describe_changes, make_preview
 from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, log_audit_record
 from toolrun.runtime._chain import ChainStep, run_chain
 from toolrun.runtime._events import (
@@ -47,18 +49,27 @@ from toolrun.runtime._invocation import Invocation, Middleware
 from toolrun.runtime._logging import log_exception
 from toolrun.runtime._otel import Tracing
 from toolrun.runtime._run import RunStage, backoff_delay
-from toolrun.runtime._stages import DEFAULT_CONFIRMATION_TTL, CacheStage, ConfirmationStage, RateLimitStage
+from toolrun.runtime._stages import (
+    DEFAULT_CONFIRMATION_TTL,
+    CacheStage,
+    ConfirmationStage,
+    QuotaStage,
+    RateLimitStage,
+    summarize_call,
+)
 from toolrun.store import (
     NO_USER,
+    ApprovalRuleStore,
     CacheStore,
     ConfirmationStore,
+    InMemoryApprovalRuleStore,
     InMemoryCache,
     InMemoryConfirmationStore,
     InMemoryRateLimitStore,
     PendingConfirmation,
     RateLimitStore,
 )
-from toolrun.tools import Tool, ToolCall, ToolContext
+from toolrun.tools import RateLimit, Tool, ToolBudget, ToolCall, ToolContext, parse_rate_limit
 
 __all__ = ["ToolExecutor"]
 
@@ -126,6 +137,12 @@ class ToolExecutor:
             it (it swallowed the cancellation, or cleans up slowly) before it is closed and the call
             returns `TIMEOUT` with `details["abandoned"]`; its cleanup then gets as long again. A
             cancellation the tool's own libraries make (`asyncio.timeout`, anyio scopes) never counts.
+        approval_rules: Where standing approvals (`toolrun.store.ApprovalRule`) are kept (default: in
+            memory, empty: every call that needs confirmation is asked). Add one with
+            `await executor.approval_rules.add(ApprovalRule(...))`.
+        quota: Calls allowed per user over a window, across every tool (`"1000/day"`, a `RateLimit`):
+            kept in `rate_limits` (so Redis or SQL shares it between processes). Past it a call does not
+            start: `RATE_LIMITED` with `details["quota"]` and `retry_after`. None: no quota.
     """
 
     def __init__(
@@ -152,6 +169,8 @@ class ToolExecutor:
         log_exception_messages: bool = False,
         clock: Callable[[], float] = time.time,
         cancel_grace: float = 1.0,
+        approval_rules: ApprovalRuleStore | None = None,
+        quota: str | RateLimit | None = None,
     ) -> None:
         if default_timeout is not None and not default_timeout > 0:
             raise ValueError("default_timeout must be a positive number of seconds, or None.")
@@ -170,14 +189,21 @@ class ToolExecutor:
         self.cancel_grace = cancel_grace
         self.retry_backoff = retry_backoff
         self.retry_backoff_max = retry_backoff_max
+        self.approval_rules: ApprovalRuleStore = (
+            approval_rules if approval_rules is not None else InMemoryApprovalRuleStore()
+        )
+        """Standing approvals: `await executor.approval_rules.add(ApprovalRule(...))`, `list_rules`,
+        `remove`."""
         self.confirmation = ConfirmationStage(
             confirmations if confirmations is not None else InMemoryConfirmationStore(),
             ttl=confirmation_ttl,
             clock=clock,
             require_user=require_user_for_confirmation,
+            rules=self.approval_rules,
         )
         self._clock = clock
         self.rate_limit = RateLimitStage(rate_limits if rate_limits is not None else InMemoryRateLimitStore())
+        self.quota = QuotaStage(self.rate_limit.store, parse_rate_limit(quota)) if quota is not None else None
         self.cache = CacheStage(cache if cache is not None else InMemoryCache())
         if audit is None:
             self._sinks: tuple[AuditSink, ...] = ()
@@ -193,6 +219,7 @@ class ToolExecutor:
         self._pool: ThreadPoolExecutor | None = None
         self._plans: dict[str, _Plan] = {}
         self._plans_version = -1
+        self._run_budgets: dict[str, ToolBudget] = {}
 
     # --------------------------------------------------------------------------------------------------
     # Public API
@@ -219,7 +246,13 @@ class ToolExecutor:
             call, context if context is not None else ToolContext(), approval, None, "execute"
         )
 
-    async def approve(self, confirmation_id: str, context: ToolContext[Any]) -> ToolResult:
+    async def approve(
+        self,
+        confirmation_id: str,
+        context: ToolContext[Any],
+        *,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
         """Approve a pending confirmation and run its call; returns the call's result (same call id).
 
         The confirmation is consumed atomically (single use) and only by its own user
@@ -230,7 +263,20 @@ class ToolExecutor:
         run's → `CONFIRMATION_EXPIRED` (reason `unknown_or_used`); expired → `CONFIRMATION_EXPIRED`
         (reason `expired`); no user id with `require_user_for_confirmation` → `CONFIRMATION_DENIED`.
         Of two concurrent approvals of one id, one runs the call and the other gets an error.
+
+        Edit, then approve: with `arguments`, the person's own arguments replace the stored ones. They are
+        validated first (`INVALID_ARGUMENTS`, and the confirmation stays pending so the person can fix
+        them), previewed again, and the approval is bound to them: the call runs once, with exactly these
+        arguments, under the original call id. The result tells the model what the person changed
+        (`metadata["edited"]`, and a line in its text). Use `preview_edit` to show the new preview before
+        the person approves.
         """
+        edited: tuple[dict[str, Any], list[str], str | None] | None = None
+        if arguments is not None:
+            checked = await self._check_edit(confirmation_id, context, arguments)
+            if isinstance(checked, ToolResult):
+                return checked
+            edited = checked[1], checked[2], checked[3]
         taken = await self._take(confirmation_id, context, "approve")
         if isinstance(taken, ToolResult):
             return taken
@@ -239,7 +285,109 @@ class ToolExecutor:
             name=str(taken.call.get("name", "")),
             arguments=taken.call.get("arguments"),
         )
-        return await self._execute(call, context, None, taken, "approve")
+        if edited is None:
+            return await self._execute(call, context, None, taken, "approve")
+        new_arguments, changes, preview = edited
+        call = ToolCall(id=call.id, name=call.name, arguments=new_arguments)
+        tool = self.registry.find(taken.tool_name)
+        try:
+            bound_hash = self.hasher.arguments(tool.validate(new_arguments)) if tool is not None else ""
+        except Exception:  # the tool changed in between: the stage refuses the mismatch
+            bound_hash = ""
+        rebound = dataclasses.replace(
+            taken,
+            arguments_hash=bound_hash,
+            call=call.to_dict(),
+            preview=preview,
+            metadata={**taken.metadata, "arguments": new_arguments, "edited": changes},
+        )
+        result = await self._execute(call, context, None, rebound, "approve")
+        return _told_about_edit(result, changes)
+
+    async def preview_edit(
+        self, confirmation_id: str, context: ToolContext[Any], arguments: Mapping[str, Any]
+    ) -> ToolResult:
+        """What approving with edited `arguments` would do, without deciding anything.
+
+        Returns an `ok` result whose value is `{"preview", "summary", "arguments", "changes"}` (the text
+        the person would approve, the plain summary, the validated arguments as JSON data, one line per
+        changed argument), or the error a later `approve(..., arguments=...)` would give
+        (`INVALID_ARGUMENTS`, `CONFIRMATION_EXPIRED`). The confirmation stays pending.
+        """
+        checked = await self._check_edit(confirmation_id, context, arguments)
+        if isinstance(checked, ToolResult):
+            return checked
+        pending, shown, changes, preview = checked
+        tool = self.registry.find(pending.tool_name)
+        summary = summarize_call(tool, shown) if tool is not None else ""
+        return ToolResult.ok(
+            {
+                "preview": preview if preview is not None else summary,
+                "summary": summary,
+                "arguments": shown,
+                "changes": changes,
+            },
+            call_id=str(pending.call.get("id", "")),
+            tool_name=pending.tool_name,
+        )
+
+    async def _check_edit(
+        self, confirmation_id: str, context: ToolContext[Any], arguments: Mapping[str, Any]
+    ) -> tuple[PendingConfirmation, dict[str, Any], list[str], str | None] | ToolResult:
+        """Look at (never consume) the confirmation and validate the person's arguments for its tool:
+        (record, arguments as JSON data, changes, new preview), or the error result."""
+        user = context.user_id or NO_USER
+        try:
+            found = await self.confirmation.store.get(str(confirmation_id))
+        except Exception as exc:
+            return self._store_failed(exc)
+        if (
+            found is None
+            or found.user_id != user
+            or found.run_id not in (None, context.run_id)
+            or (not context.user_id and self.confirmation.require_user)
+        ):
+            return _errors.confirmation_expired("", "", reason="unknown_or_used")
+        call_id = str(found.call.get("id", ""))
+        if found.expired(self._clock()):
+            return _errors.confirmation_expired(call_id, found.tool_name, reason="expired")
+        tool = self.registry.find(found.tool_name)
+        if tool is None:
+            return _errors.not_found(call_id, found.tool_name, [])
+        try:
+            validated = tool.validate(dict(arguments) if isinstance(arguments, Mapping) else arguments)
+        except ArgumentsError as exc:
+            return _errors.invalid_arguments(call_id, tool.name, exc)
+        except Exception:
+            return _errors.fail(
+                call_id, tool.name, ErrorCode.INVALID_ARGUMENTS, "The edited arguments could not be checked."
+            )
+        from toolrun.runtime._stages import _shown_arguments
+
+        shown = _shown_arguments(validated)
+        before = found.metadata.get("arguments")
+        changes = describe_changes(dict(before) if isinstance(before, Mapping) else {}, shown)
+        summary = summarize_call(tool, validated)
+        preview = await make_preview(self, tool, validated, context, summary)
+        return found, shown, changes, preview
+
+    def _store_failed(self, exc: BaseException) -> ToolResult:
+        error_id = _errors.new_error_id()
+        log_exception(
+            _logger,
+            "Confirmation store failed (error_id=%s)",
+            exc,
+            error_id,
+            redact=not self.log_exception_messages,
+        )
+        return _errors.fail(
+            "",
+            "",
+            ErrorCode.EXECUTION_FAILED,
+            f"The confirmation could not be checked (error id {error_id}).",
+            retryable=True,
+            details={"error_id": error_id},
+        )
 
     async def deny(
         self, confirmation_id: str, context: ToolContext[Any], reason: str | None = None
@@ -252,8 +400,8 @@ class ToolExecutor:
         if isinstance(taken, ToolResult):
             return taken
         message = f"The user declined to run {taken.tool_name!r}; it did not run."
-        if reason:
-            message += f" The user said: {reason}"
+        if reason and reason.strip():
+            message += f" The user said: {reason.strip()[:2000]}"
         result = _errors.confirmation_denied(
             str(taken.call.get("id", "")),
             taken.tool_name,
@@ -354,9 +502,23 @@ class ToolExecutor:
             self._pool = ThreadPoolExecutor(max_workers=self._pool_size, thread_name_prefix="toolrun-tool")
         return self._pool
 
+    def run_budget(self, run_id: str | None) -> ToolBudget:
+        """The per-tool call counts of run `run_id`, for contexts without a `ToolBudget` (`max_calls`);
+        the last 1024 runs are kept. A context without a run id is a run of its own per call."""
+        if run_id is None:
+            return ToolBudget()
+        budget = self._run_budgets.get(run_id)
+        if budget is None:
+            budget = self._run_budgets[run_id] = ToolBudget()
+            while len(self._run_budgets) > 1024:
+                del self._run_budgets[next(iter(self._run_budgets))]
+        return budget
+
     def stages_for(self, tool: Tool) -> tuple[Middleware, ...]:
         """The stages a call of `tool` goes through before the run stage, in order."""
         candidates: list[Any] = [*self.middleware, self.confirmation, self.rate_limit, self.cache]
+        if self.quota is not None:
+            candidates.insert(len(self.middleware) + 1, self.quota)
         return tuple(s for s in candidates if getattr(s, "applies_to", None) is None or s.applies_to(tool))
 
     def close(self) -> None:
@@ -613,6 +775,7 @@ class ToolExecutor:
                 error_id,
                 approval.id if approval is not None else result.confirmation_id,
                 _time(),
+                inv.rule_id if inv is not None else None,
             )
             for sink in sinks:
                 try:
@@ -839,6 +1002,7 @@ class ToolExecutor:
         arguments_hash: str | None,
         confirmation_id: str | None = None,
         outcome: str | None = None,
+        rule_id: str | None = None,
     ) -> None:
         error = result.error
         record = AuditRecord(
@@ -857,6 +1021,7 @@ class ToolExecutor:
             error.details.get("error_id") if error is not None else None,
             confirmation_id,
             time.time(),
+            rule_id,
         )
         for sink in self._sinks:
             try:
@@ -866,3 +1031,18 @@ class ToolExecutor:
         logger = self._audit_logger
         if logger is not None and logger.isEnabledFor(_INFO):
             log_audit_record(logger, record)
+
+
+def _told_about_edit(result: ToolResult, changes: list[str]) -> ToolResult:
+    """`result` of an edited approval, saying what the person changed (in the text the model reads)."""
+    result.metadata = {**result.metadata, "edited": changes}
+    note = (
+        "The user changed the arguments before approving: " + "; ".join(changes) + "."
+        if changes
+        else "The user approved the call with the same arguments."
+    )
+    if result.error is not None:
+        result.error.message = f"{note} {result.error.message}"
+    elif result.status == "ok":
+        result.message = f"{note}\nResult: {result.render()}"
+    return result

@@ -69,6 +69,7 @@ class Invocation:
         "context",
         "exception",
         "executor",
+        "rule_id",
         "tool",
     )
 
@@ -100,6 +101,8 @@ class Invocation:
         """How many times the handler has started."""
         self.exception: BaseException | None = None
         """The unexpected exception behind an `EXECUTION_FAILED`, if any (for events, never for the model)."""
+        self.rule_id: str | None = None
+        """The standing approval rule that decided this call instead of a person, if any (audited)."""
         self._hash: str | None = None
         self._hashed: dict[str, Any] | None = None
 

@@ -63,7 +63,7 @@ from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe
 from toolrun.runtime._events import ToolRetrying
 from toolrun.runtime._invocation import Invocation
 from toolrun.runtime._watchdog import Box, watchdog
-from toolrun.tools import Tool, ToolContext
+from toolrun.tools import Tool, ToolBudget, ToolContext
 
 if TYPE_CHECKING:
     from toolrun.runtime._executor import ToolExecutor
@@ -249,6 +249,7 @@ class RunStage:
         "_idempotent",
         "_is_async",
         "_isolates",
+        "_max_calls",
         "_retries",
         "_timeout",
         "tool",
@@ -265,6 +266,23 @@ class RunStage:
         self._is_async = tool.is_async
         self._direct = tool.direct_handler()
         self._check_output, self._fast_types = fast_output_types(tool)
+        self._max_calls = opts.max_calls
+
+    def _count_tool(self, inv: Invocation, budget: ToolBudget) -> ToolResult | None:
+        """Count this call against its tool's limit in `budget` (the smaller of the tool's `max_calls`
+        and the budget's `tool_limits`); the refusal when the limit is reached."""
+        name = self.tool.name
+        limit = self._max_calls
+        extra = budget.tool_limits.get(name)
+        if extra is not None:
+            limit = extra if limit is None else min(limit, extra)
+        if limit is None:
+            return None
+        used = budget.tool_calls.get(name, 0)
+        if used >= limit:
+            return _errors.tool_budget_exceeded(inv.call.id, name, limit)
+        budget.tool_calls[name] = used + 1
+        return None
 
     async def __call__(self, invocation: Invocation) -> ToolResult:
         inv = invocation
@@ -276,7 +294,15 @@ class RunStage:
         if budget is not None:
             if budget.max_calls is not None and budget.calls_used >= budget.max_calls:
                 return _errors.budget_exceeded(inv.call.id, self.tool.name, budget.max_calls)
+            if self._max_calls is not None or budget.tool_limits:
+                refused = self._count_tool(inv, budget)
+                if refused is not None:
+                    return refused
             budget.calls_used += 1
+        elif self._max_calls is not None:
+            refused = self._count_tool(inv, self._executor.run_budget(ctx.run_id))
+            if refused is not None:
+                return refused
         state = ctx.state
         base: Any = _NO_SNAPSHOT
         call_ctx = ctx

@@ -19,13 +19,21 @@ import pydantic_core
 
 from toolrun.results import ToolResult
 from toolrun.runtime import _errors
+from toolrun.runtime._approvals import find_rule, make_preview
 from toolrun.runtime._convert import ResultNotJSON, json_safe
 from toolrun.runtime._events import ConfirmationRequested, ConfirmationResolved
 from toolrun.runtime._invocation import CallNext, Invocation
-from toolrun.store import NO_USER, CacheStore, ConfirmationStore, PendingConfirmation, RateLimitStore
-from toolrun.tools import Tool
+from toolrun.store import (
+    NO_USER,
+    ApprovalRuleStore,
+    CacheStore,
+    ConfirmationStore,
+    PendingConfirmation,
+    RateLimitStore,
+)
+from toolrun.tools import RateLimit, Tool
 
-__all__ = ["CacheStage", "ConfirmationStage", "RateLimitStage", "summarize_call"]
+__all__ = ["CacheStage", "ConfirmationStage", "QuotaStage", "RateLimitStage", "summarize_call"]
 
 _logger = logging.getLogger("toolrun")
 
@@ -149,6 +157,12 @@ class ConfirmationStage:
         clock: Wall-clock time (`time.time`).
         require_user: Refuse calls without a user id (`CONFIRMATION_DENIED`, reason `no_user`) instead of
             holding them for a caller without a user id to decide: for servers where every user signs in.
+        rules: Standing approvals (`ApprovalRule`): a call a rule of its user decides is not held; an
+            `allow` rule lets it run (audited with the rule's id), a `deny` rule refuses it
+            (`CONFIRMATION_DENIED`, reason `rule`). None: ask every time.
+
+    Before a call is held, the tool's preview (if it has one) writes the text the person approves, from the
+    application's own records; it is stored with the confirmation (`PendingConfirmation.preview`).
     """
 
     def __init__(
@@ -158,6 +172,7 @@ class ConfirmationStage:
         ttl: float = DEFAULT_CONFIRMATION_TTL,
         clock: Callable[[], float] = time.time,
         require_user: bool = False,
+        rules: ApprovalRuleStore | None = None,
     ) -> None:
         if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not (math.isfinite(ttl) and ttl > 0):
             raise ValueError(
@@ -166,6 +181,7 @@ class ConfirmationStage:
         self.store = store
         self.ttl = float(ttl)
         self.require_user = require_user
+        self.rules = rules
         self._clock = clock
 
     def applies_to(self, tool: Tool) -> bool:
@@ -182,7 +198,7 @@ class ConfirmationStage:
             return self._mismatch(inv)
         if inv.approval_id is not None:
             return await self._presented(inv, inv.approval_id, call_next)
-        return await self._request(inv)
+        return await self._request(inv, call_next)
 
     def _no_user(self, inv: Invocation) -> ToolResult:
         return _errors.confirmation_denied(
@@ -194,24 +210,49 @@ class ConfirmationStage:
             recover_action="Tell the user this action needs them to be signed in.",
         )
 
-    async def _request(self, inv: Invocation) -> ToolResult:
+    async def _request(self, inv: Invocation, call_next: CallNext) -> ToolResult:
         call, tool, ctx = inv.call, inv.tool, inv.context
         if not ctx.user_id and self.require_user:
             return self._no_user(inv)
         now = self._clock()
+        if ctx.user_id and self.rules is not None:
+            try:
+                rule = await find_rule(self.rules, ctx.user_id, tool.name, inv.arguments, now)
+            except Exception as exc:  # fail closed towards asking: the person still decides
+                from toolrun.runtime._logging import log_exception
+
+                log_exception(_logger, "Approval rules could not be read; the call is held", exc)
+                rule = None
+            if rule is not None:
+                inv.rule_id = rule.id
+                if rule.decision == "allow":
+                    self._resolved(inv, rule.id, "approved")
+                    return await call_next(inv)
+                self._resolved(inv, rule.id, "denied")
+                return _errors.confirmation_denied(
+                    call.id,
+                    tool.name,
+                    f"The user has a standing rule to refuse {tool.name!r} calls like this one; it did not "
+                    "run.",
+                    reason="rule",
+                    recover_action="Do not try this action again; tell the user if they need it.",
+                )
         try:
+            summary = summarize_call(tool, inv.arguments)
+            preview = await make_preview(inv.executor, tool, inv.arguments, ctx, summary)
             pending = PendingConfirmation(
                 id="conf_" + secrets.token_urlsafe(18),
                 user_id=ctx.user_id or NO_USER,
                 tool_name=tool.name,
                 arguments_hash=inv.arguments_hash,
                 call=_stored_call(inv),
-                summary=summarize_call(tool, inv.arguments),
+                summary=summary,
                 created_at=now,
                 expires_at=now + self.ttl,
                 conversation_id=ctx.conversation_id,
                 run_id=ctx.run_id,
                 metadata={"arguments": _shown_arguments(inv.arguments)},
+                preview=preview,
             )
             await self.store.add(pending)
         except Exception as exc:
@@ -342,6 +383,29 @@ class RateLimitStage:
             )
         if not decision.allowed:
             return _errors.rate_limited(invocation.call.id, invocation.tool.name, decision.retry_after)
+        return await call_next(invocation)
+
+
+class QuotaStage:
+    """A quota of calls per user over a window, across every tool: one token bucket per principal in the
+    rate-limit store (`"1000/day"`: up to 1000 at once, then one back every 86.4 seconds). Calls without a
+    user id share one bucket. A store error fails closed (the call does not run)."""
+
+    def __init__(self, store: RateLimitStore, limit: RateLimit) -> None:
+        self.store = store
+        self.limit = limit
+
+    async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult:
+        limit = self.limit
+        key = f"{limit.key or 'toolrun-quota'}\x1f{invocation.context.user_id or ''}"
+        try:
+            decision = await self.store.acquire(key, limit=limit.limit, period=limit.period)
+        except Exception as exc:
+            return invocation.executor.internal_error(
+                invocation, exc, "could not check the quota", retryable=True
+            )
+        if not decision.allowed:
+            return _errors.quota_exceeded(invocation.call.id, invocation.tool.name, decision.retry_after)
         return await call_next(invocation)
 
 

@@ -24,8 +24,19 @@ from toolrun.server._service import ChatService
 from toolrun.server._settings import Settings
 from toolrun.server._state import ServerState
 from toolrun.server._users import UserStore
-from toolrun.server.routes import ag_ui, ai_sdk, chat, confirmations, conversations, health, tasks, tools, web
-from toolrun.store.sql import SQLCache, SQLConfirmationStore, SQLRateLimitStore
+from toolrun.server.routes import (
+    ag_ui,
+    ai_sdk,
+    approval_rules,
+    chat,
+    confirmations,
+    conversations,
+    health,
+    tasks,
+    tools,
+    web,
+)
+from toolrun.store.sql import SQLApprovalRuleStore, SQLCache, SQLConfirmationStore, SQLRateLimitStore
 from toolrun.tools import Tool
 
 __all__ = ["ROUTERS", "ServerState", "create_app"]
@@ -34,6 +45,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     health.router,
     chat.router,
     confirmations.router,
+    approval_rules.router,
     conversations.router,
     tools.router,
     tasks.router,
@@ -109,6 +121,7 @@ def create_app(
         audit=audit,
         audit_logger=None,  # one log line per call comes from the service (with run and conversation ids)
         confirmation_ttl=settings.confirmation_ttl,
+        approval_rules=SQLApprovalRuleStore(engine),
     )
     chosen, model_name, demo = _model(settings, model)
     instructions = settings.instructions or INSTRUCTIONS.format(today=datetime.now(UTC).date().isoformat())

@@ -120,6 +120,7 @@ audit = sa.Table(
     sa.Column("cached", sa.Boolean(), nullable=False),
     sa.Column("error_id", sa.String(64), nullable=True),
     sa.Column("confirmation_id", sa.String(64), nullable=True),
+    sa.Column("rule_id", sa.String(64), nullable=True),  # the standing approval that decided the call
     sa.Index("toolrun_audit_user_time", "user_id", "timestamp"),
 )
 
@@ -195,6 +196,7 @@ class SQLAuditSink:
                 "cached": record.cached,
                 "error_id": record.error_id,
                 "confirmation_id": record.confirmation_id,
+                "rule_id": record.rule_id,
             }
         )
         if self._task is None:

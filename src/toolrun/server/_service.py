@@ -45,13 +45,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from toolrun.agent import Agent, AgentEvent, AgentRun
+from toolrun.agent import Agent, AgentEvent, AgentRun, Approve, Deny
 from toolrun.agent import ConfirmationRequired as AgentConfirmationRequired
 from toolrun.agent import RunFinished as AgentRunFinished
 from toolrun.agent import TextDelta as AgentTextDelta
 from toolrun.agent import ToolCallFinished as AgentToolCallFinished
 from toolrun.agent import ToolCallStarted as AgentToolCallStarted
 from toolrun.models import Message, SystemMessage, ToolResultMessage, UserMessage, message_from_dict
+from toolrun.results import ErrorCode
 from toolrun.server import _db
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._events import (
@@ -153,6 +154,7 @@ def pending_item(
         "tool": record.tool_name,
         "arguments": _arguments(record.call.get("arguments")),
         "summary": record.summary,
+        "preview": record.preview,
         "expires_at": iso_time(record.expires_at),
         "run_id": run_id,
         "conversation_id": conversation_id or record.conversation_id,
@@ -365,12 +367,24 @@ class ChatService:
         ctx = self._context(principal, conversation_id, run_id)
         return self._launch(job, self.agent.stream(messages, context=ctx), system_offset=True)
 
-    async def start_decision(self, principal: Principal, confirmation_id: str, *, approve: bool) -> RunHandle:
+    async def start_decision(
+        self,
+        principal: Principal,
+        confirmation_id: str,
+        *,
+        approve: bool,
+        arguments: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> RunHandle:
         """Approve or deny a pending confirmation and continue its run.
+
+        With `arguments` (approving only), the person's edited arguments replace the model's: validated
+        first (422, nothing decided), previewed again, bound to the approval; the model is told what
+        changed. With `reason` (denying), the model receives the person's words.
 
         Raises:
             ServiceError: 404 for an unknown, decided or another user's confirmation; 409 when its
-                conversation has a run working right now.
+                conversation has a run working right now; 422 for edited arguments the tool refuses.
         """
         self._check_open()
         user = principal.user_id
@@ -417,8 +431,49 @@ class ChatService:
             started=now,
         )
         ctx = self._context(principal, conversation_id, run_id)
-        events = self.agent.stream_resume(run, {confirmation_id: approve}, context=ctx)
+        decision: Approve | Deny = Approve(arguments=arguments) if approve else Deny(reason=reason)
+        if approve and arguments is not None:
+            checked = await self.agent.executor.preview_edit(
+                confirmation_id, ctx.evolve(run_id=run.run_id), arguments
+            )
+            if checked.error is not None:
+                await self._release(conversation_id, run_id)
+                if checked.error.code == ErrorCode.INVALID_ARGUMENTS:
+                    raise ServiceError(422, "invalid_arguments", checked.error.render())
+                raise not_found("pending confirmation")
+        events = self.agent.stream_resume(run, {confirmation_id: decision}, context=ctx)
         return self._launch(job, events, system_offset=False, decided=[confirmation_id])
+
+    async def preview_edit(
+        self, principal: Principal, confirmation_id: str, arguments: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """What approving with edited `arguments` would do (preview, summary, arguments, changes), from
+        the server's records; decides nothing.
+
+        Raises:
+            ServiceError: 404 for an unknown, decided or another user's confirmation; 422 for arguments
+                the tool refuses.
+        """
+        self._check_open()
+        rc = _db.run_confirmations
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(rc.c.run_id, rc.c.conversation_id).where(
+                        rc.c.confirmation_id == confirmation_id, rc.c.user_id == principal.user_id
+                    )
+                )
+            ).first()
+        record = await self.confirmations.get(confirmation_id)
+        if row is None or record is None or record.user_id != principal.user_id:
+            raise not_found("pending confirmation")
+        ctx = self._context(principal, row[1], row[0]).evolve(run_id=record.run_id)
+        checked = await self.agent.executor.preview_edit(confirmation_id, ctx, arguments)
+        if checked.error is not None:
+            if checked.error.code == ErrorCode.INVALID_ARGUMENTS:
+                raise ServiceError(422, "invalid_arguments", checked.error.render())
+            raise not_found("pending confirmation")
+        return dict(checked.value)
 
     async def _abandon_if_expired(self, user: str, conversation_id: str, run_id: str) -> bool:
         """Close a paused run whose every confirmation expired (or is gone), so the conversation can go on.

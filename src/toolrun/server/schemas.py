@@ -40,6 +40,35 @@ class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     approve: StrictBool = Field(description="true runs the held call (once); false declines it.")
+    arguments: dict[str, Any] | None = Field(
+        default=None,
+        description="Approving only: the person's edited arguments (all of them). Validated and previewed "
+        "again; the approval is bound to them and the model is told what changed.",
+    )
+    reason: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="Declining only: why, in the person's words, for the model.",
+    )
+
+
+class EditRequest(BaseModel):
+    """Edited arguments to preview before approving them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any] = Field(
+        description="The call's arguments, all of them, as the person edited them."
+    )
+
+
+class EditPreview(BaseModel):
+    """What approving with the edited arguments would do (nothing is decided)."""
+
+    preview: str = Field(description="The text the person would approve.")
+    summary: str
+    arguments: dict[str, Any] = Field(description="The validated arguments.")
+    changes: list[str] = Field(description="One line per changed argument: `name: old → new`.")
 
 
 class ToolCallView(BaseModel):
@@ -68,6 +97,11 @@ class PendingItem(BaseModel):
     tool: str
     arguments: Any
     summary: str
+    preview: str | None = Field(
+        default=None,
+        description="What the person approves, written by the tool from the server's records (show it "
+        "instead of the summary when present).",
+    )
     expires_at: str = Field(description="ISO 8601 UTC.")
     run_id: str | None
     conversation_id: str | None

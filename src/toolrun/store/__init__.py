@@ -10,9 +10,16 @@ Shared backends: `toolrun.store.sql` (`SQLConfirmationStore`, `SQLRateLimitStore
 They are not imported here, so `import toolrun` stays light.
 """
 
-from toolrun.store._memory import InMemoryCache, InMemoryConfirmationStore, InMemoryRateLimitStore
+from toolrun.store._memory import (
+    InMemoryApprovalRuleStore,
+    InMemoryCache,
+    InMemoryConfirmationStore,
+    InMemoryRateLimitStore,
+)
 from toolrun.store._protocols import (
     NO_USER,
+    ApprovalRule,
+    ApprovalRuleStore,
     CacheStore,
     ConfirmationStore,
     PendingConfirmation,
@@ -22,8 +29,11 @@ from toolrun.store._protocols import (
 
 __all__ = [
     "NO_USER",
+    "ApprovalRule",
+    "ApprovalRuleStore",
     "CacheStore",
     "ConfirmationStore",
+    "InMemoryApprovalRuleStore",
     "InMemoryCache",
     "InMemoryConfirmationStore",
     "InMemoryRateLimitStore",

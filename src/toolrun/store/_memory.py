@@ -7,15 +7,78 @@ State is lost when the process ends; several server processes need a shared back
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from toolrun.store._protocols import PendingConfirmation, RateLimitDecision
+from toolrun.store._protocols import ApprovalRule, PendingConfirmation, RateLimitDecision
 
-__all__ = ["InMemoryCache", "InMemoryConfirmationStore", "InMemoryRateLimitStore"]
+__all__ = [
+    "InMemoryApprovalRuleStore",
+    "InMemoryCache",
+    "InMemoryConfirmationStore",
+    "InMemoryRateLimitStore",
+]
+
+
+def new_rule_id() -> str:
+    """A fresh, unguessable approval rule id."""
+    return "rule_" + secrets.token_urlsafe(12)
+
+
+class InMemoryApprovalRuleStore:
+    """Standing approvals in a dict (one process).
+
+    Args:
+        max_rules: How many rules may exist at once (a user adding rules without end cannot grow memory
+            without bound); past it, `add` raises `ValueError`.
+        clock: Wall-clock time source (`time.time`) for `created_at`.
+    """
+
+    def __init__(self, *, max_rules: int = 100_000, clock: Callable[[], float] = time.time) -> None:
+        self._rules: dict[str, ApprovalRule] = {}
+        self._lock = threading.Lock()
+        self._max = max_rules
+        self._clock = clock
+
+    async def add(self, rule: ApprovalRule) -> ApprovalRule:
+        stored = dataclasses.replace(
+            rule, id=rule.id or new_rule_id(), created_at=rule.created_at or self._clock()
+        )
+        with self._lock:
+            if stored.id not in self._rules and len(self._rules) >= self._max:
+                now = self._clock()
+                for key in [k for k, r in self._rules.items() if r.expired(now)]:
+                    del self._rules[key]
+                if len(self._rules) >= self._max:
+                    raise ValueError(f"Too many approval rules (at most {self._max}).")
+            self._rules[stored.id] = stored
+        return stored
+
+    async def list_rules(self, user_id: str, *, tool: str | None = None) -> list[ApprovalRule]:
+        with self._lock:
+            found = [
+                r for r in self._rules.values() if r.user_id == user_id and (tool is None or r.tool == tool)
+            ]
+        return sorted(found, key=lambda r: (r.created_at, r.id))
+
+    async def remove(self, rule_id: str, *, user_id: str) -> bool:
+        with self._lock:
+            rule = self._rules.get(rule_id)
+            if rule is None or rule.user_id != user_id:
+                return False
+            del self._rules[rule_id]
+            return True
+
+    def empty(self) -> bool | None:
+        return not self._rules
+
+    def __len__(self) -> int:
+        return len(self._rules)
 
 
 class InMemoryConfirmationStore:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "NO_USER",
+    "ApprovalRule",
+    "ApprovalRuleStore",
     "CacheStore",
     "ConfirmationStore",
     "PendingConfirmation",
@@ -62,10 +64,19 @@ class PendingConfirmation:
     (`Agent.resume` of that run, or a context whose `run_id` is this one)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """Anything else a backend or application wants to keep with it (JSON-safe)."""
+    preview: str | None = None
+    """The text the person approves: the tool's own preview, written from the application's records
+    before the confirmation was issued (or, when it failed, the summary with a line saying so); None for
+    a tool without a preview (then `summary` is what the person approves). Holds user data: never log it."""
 
     def expired(self, now: float) -> bool:
         """Whether it can no longer be approved at `now` (`time.time()` seconds)."""
         return now >= self.expires_at
+
+    @property
+    def shown(self) -> str:
+        """What a door shows the person deciding: the preview when there is one, else the summary."""
+        return self.preview if self.preview is not None else self.summary
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +91,7 @@ class PendingConfirmation:
             "conversation_id": self.conversation_id,
             "run_id": self.run_id,
             "metadata": dict(self.metadata),
+            "preview": self.preview,
         }
 
     @classmethod
@@ -96,6 +108,7 @@ class PendingConfirmation:
             conversation_id=data.get("conversation_id"),
             run_id=data.get("run_id"),
             metadata=dict(data.get("metadata") or {}),
+            preview=data.get("preview"),
         )
 
     def __repr__(self) -> str:  # the summary and the call hold argument values: keep them out of reprs
@@ -133,6 +146,107 @@ class ConfirmationStore(Protocol):
 
     async def purge_expired(self, now: float) -> int:
         """Drop confirmations expired at `now`; return how many were dropped."""
+        ...
+
+
+RuleDecision = Literal["allow", "deny"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalRule:
+    """A standing decision of one user about one tool: "always allow this for me" (or "always deny").
+
+    A call of `tool` by `user_id` that needs confirmation is decided by the rule instead of asking,
+    while the rule has not expired and the call's validated arguments equal every value in `arguments`
+    (argument constraints; none means any arguments). A `deny` rule wins over an `allow` rule. Every call
+    a rule decides is audited with the rule's id (`AuditRecord.rule_id`). Without rules the default stays:
+    ask every time.
+    """
+
+    user_id: str
+    """The user the rule speaks for (never empty: calls without a user are always asked)."""
+    tool: str
+    """The registered name of the tool."""
+    decision: RuleDecision = "allow"
+    """`allow`: run such calls without asking; `deny`: refuse them without asking."""
+    arguments: Mapping[str, Any] | None = None
+    """Argument constraints: each named argument must equal this JSON value (after validation)."""
+    expires_at: float | None = None
+    """After this moment (`time.time()` seconds) the rule no longer applies; None for never."""
+    id: str = ""
+    """The rule's id (`rule_...`); given by the store when empty."""
+    created_at: float = 0.0
+    """When the rule was made (`time.time()` seconds); set by the store when 0."""
+    note: str | None = None
+    """What the person called it ("archiving is fine"), for lists; never logged."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.user_id, str) or not self.user_id:
+            raise ValueError("An approval rule needs a user_id: calls without a user are always asked.")
+        if not isinstance(self.tool, str) or not self.tool:
+            raise ValueError("An approval rule needs the tool's name.")
+        if self.decision not in ("allow", "deny"):
+            raise ValueError(f"An approval rule's decision is 'allow' or 'deny', not {self.decision!r}.")
+        if self.arguments is not None and not isinstance(self.arguments, Mapping):
+            raise ValueError("An approval rule's arguments are a mapping of argument name to value.")
+
+    def expired(self, now: float) -> bool:
+        """Whether the rule no longer applies at `now`."""
+        return self.expires_at is not None and now >= self.expires_at
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "tool": self.tool,
+            "decision": self.decision,
+            "arguments": dict(self.arguments) if self.arguments is not None else None,
+            "expires_at": self.expires_at,
+            "created_at": self.created_at,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRule:
+        arguments = data.get("arguments")
+        expires = data.get("expires_at")
+        return cls(
+            id=str(data.get("id") or ""),
+            user_id=data["user_id"],
+            tool=data["tool"],
+            decision=data.get("decision", "allow"),
+            arguments=dict(arguments) if arguments is not None else None,
+            expires_at=float(expires) if expires is not None else None,
+            created_at=float(data.get("created_at") or 0.0),
+            note=data.get("note"),
+        )
+
+    def __repr__(self) -> str:  # argument constraints and notes may hold user data
+        return (
+            f"ApprovalRule(id={self.id!r}, user_id={self.user_id!r}, tool={self.tool!r}, "
+            f"decision={self.decision!r}, expires_at={self.expires_at!r})"
+        )
+
+
+@runtime_checkable
+class ApprovalRuleStore(Protocol):
+    """Where standing approvals (`ApprovalRule`) are kept."""
+
+    async def add(self, rule: ApprovalRule) -> ApprovalRule:
+        """Keep `rule`; returns it with its id and creation time filled in."""
+        ...
+
+    async def list_rules(self, user_id: str, *, tool: str | None = None) -> list[ApprovalRule]:
+        """The rules of `user_id` (for `tool` only, if given), expired ones included, oldest first."""
+        ...
+
+    async def remove(self, rule_id: str, *, user_id: str) -> bool:
+        """Delete one of `user_id`'s rules; False when there is no such rule of theirs."""
+        ...
+
+    def empty(self) -> bool | None:
+        """True when this store certainly holds no rule (lets the executor skip a lookup); None when it
+        cannot tell without asking its backend."""
         ...
 
 

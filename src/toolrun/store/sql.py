@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -59,10 +60,12 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from toolrun.store._protocols import PendingConfirmation, RateLimitDecision
+from toolrun.store._memory import new_rule_id
+from toolrun.store._protocols import ApprovalRule, PendingConfirmation, RateLimitDecision
 
 __all__ = [
     "DEFAULT_TABLE_PREFIX",
+    "SQLApprovalRuleStore",
     "SQLCache",
     "SQLConfirmationStore",
     "SQLRateLimitStore",
@@ -234,25 +237,28 @@ class SQLConfirmationStore(_SQLStore):
             sa.Column("conversation_id", sa.String(), nullable=True),
             sa.Column("run_id", sa.String(), nullable=True),
             sa.Column("metadata", sa.Text(), nullable=False),  # JSON
+            sa.Column("preview", sa.Text(), nullable=True),
             sa.Index(f"{name}_user", "user_id", "created_at"),
             sa.Index(f"{name}_expiry", "expires_at"),
         )
 
     async def create_tables(self) -> None:
-        """Create the table if it does not exist; add the `run_id` column to a table made before it had one.
+        """Create the table if it does not exist; add the `run_id` and `preview` columns to a table made
+        before it had them.
 
-        The column is nullable, so rows written by older versions stay readable (they are not bound to a
-        run). Safe to call on every start.
+        The columns are nullable, so rows written by older versions stay readable (not bound to a run,
+        no preview). Safe to call on every start.
         """
         await super().create_tables()
-        if "run_id" in await self._columns():
-            return
-        try:
-            async with self.engine.begin() as conn:  # the name is checked: lowercase letters, digits, _
-                await conn.execute(sa.text(f"ALTER TABLE {self.table.name} ADD COLUMN run_id VARCHAR"))
-        except DBAPIError:
-            if "run_id" not in await self._columns():  # not another process adding it first
-                raise
+        for column, kind in (("run_id", "VARCHAR"), ("preview", "TEXT")):
+            if column in await self._columns():
+                continue
+            try:
+                async with self.engine.begin() as conn:  # the name is checked: lowercase letters, digits, _
+                    await conn.execute(sa.text(f"ALTER TABLE {self.table.name} ADD COLUMN {column} {kind}"))
+            except DBAPIError:
+                if column not in await self._columns():  # not another process adding it first
+                    raise
 
     async def _columns(self) -> set[str]:
         async with self.engine.connect() as conn:
@@ -274,6 +280,7 @@ class SQLConfirmationStore(_SQLStore):
             "conversation_id": pending.conversation_id,
             "run_id": pending.run_id,
             "metadata": json.dumps(dict(pending.metadata), separators=(",", ":")),
+            "preview": pending.preview,
         }
         insert = self._insert(self.table).values(row)
         stmt = insert.on_conflict_do_update(
@@ -336,7 +343,104 @@ def _pending(row: sa.RowMapping) -> PendingConfirmation:
         conversation_id=row["conversation_id"],
         run_id=row["run_id"],
         metadata=json.loads(row["metadata"]),
+        preview=row["preview"],
     )
+
+
+class SQLApprovalRuleStore(_SQLStore):
+    """Standing approvals (`ApprovalRule`) in the table `<table_prefix>approval_rules`, one row each.
+
+    Args:
+        engine: A database URL or an `AsyncEngine` you own and close.
+        table_prefix: Prefix of the table name (lowercase letters, digits, `_`).
+        engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
+        max_rules_per_user: How many rules one user may keep (`add` raises `ValueError` past it).
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine | str,
+        *,
+        table_prefix: str = DEFAULT_TABLE_PREFIX,
+        engine_options: Mapping[str, Any] | None = None,
+        max_rules_per_user: int = 200,
+    ) -> None:
+        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+        name = f"{self.table_prefix}approval_rules"
+        self.max_rules_per_user = max_rules_per_user
+        self.table = sa.Table(
+            name,
+            self.metadata,
+            sa.Column("id", sa.String(64), primary_key=True),
+            sa.Column("user_id", sa.String(), nullable=False),
+            sa.Column("tool", sa.String(), nullable=False),
+            sa.Column("decision", sa.String(8), nullable=False),
+            sa.Column("arguments", sa.Text(), nullable=True),  # JSON
+            sa.Column("expires_at", sa.Double(), nullable=True),
+            sa.Column("created_at", sa.Double(), nullable=False),
+            sa.Column("note", sa.Text(), nullable=True),
+            sa.Index(f"{name}_user_tool", "user_id", "tool"),
+        )
+
+    async def add(self, rule: ApprovalRule) -> ApprovalRule:
+        """Keep `rule` (its id and creation time filled in when empty); returns what was stored.
+
+        Raises:
+            ValueError: the user already has `max_rules_per_user` rules.
+        """
+        stored = ApprovalRule.from_dict(
+            {**rule.to_dict(), "id": rule.id or new_rule_id(), "created_at": rule.created_at or time.time()}
+        )
+        t = self.table
+        async with self.engine.begin() as conn:
+            count = (
+                await conn.execute(
+                    sa.select(sa.func.count()).select_from(t).where(t.c.user_id == rule.user_id)
+                )
+            ).scalar_one()
+            if count >= self.max_rules_per_user:
+                raise ValueError(f"Too many approval rules for one user (at most {self.max_rules_per_user}).")
+            await conn.execute(
+                t.insert().values(
+                    id=stored.id,
+                    user_id=stored.user_id,
+                    tool=stored.tool,
+                    decision=stored.decision,
+                    arguments=None
+                    if stored.arguments is None
+                    else json.dumps(dict(stored.arguments), separators=(",", ":")),
+                    expires_at=stored.expires_at,
+                    created_at=stored.created_at,
+                    note=stored.note,
+                )
+            )
+        return stored
+
+    async def list_rules(self, user_id: str, *, tool: str | None = None) -> list[ApprovalRule]:
+        """The rules of `user_id` (for `tool` only, if given), oldest first."""
+        t = self.table
+        stmt = sa.select(t).where(t.c.user_id == user_id)
+        if tool is not None:
+            stmt = stmt.where(t.c.tool == tool)
+        async with self._auto.connect() as conn:
+            rows = (await conn.execute(stmt.order_by(t.c.created_at, t.c.id))).mappings().all()
+        return [
+            ApprovalRule.from_dict(
+                {**row, "arguments": None if row["arguments"] is None else json.loads(row["arguments"])}
+            )
+            for row in rows
+        ]
+
+    async def remove(self, rule_id: str, *, user_id: str) -> bool:
+        """Delete one of `user_id`'s rules; False when there is no such rule of theirs."""
+        t = self.table
+        stmt = sa.delete(t).where(t.c.id == rule_id, t.c.user_id == user_id)
+        async with self._auto.connect() as conn:
+            result = await conn.execute(stmt)
+        return result.rowcount > 0
+
+    def empty(self) -> bool | None:
+        return None  # other processes may add rules: always ask the database
 
 
 class SQLRateLimitStore(_SQLStore):
@@ -526,17 +630,19 @@ class SQLStores:
     """For `ToolExecutor(rate_limits=...)`."""
     cache: SQLCache
     """For `ToolExecutor(cache=...)`."""
+    approval_rules: SQLApprovalRuleStore
+    """For `ToolExecutor(approval_rules=...)`."""
     owns_engine: bool
     """Whether `aclose` disposes the engine (it was made from a URL)."""
 
     async def create_tables(self) -> None:
-        """Create the three stores' tables if missing (idempotent)."""
-        for store in (self.confirmations, self.rate_limits, self.cache):
+        """Create the stores' tables if missing (idempotent)."""
+        for store in (self.confirmations, self.rate_limits, self.cache, self.approval_rules):
             await store.create_tables()
 
     async def drop_tables(self) -> None:
-        """Drop the three stores' tables."""
-        for store in (self.confirmations, self.rate_limits, self.cache):
+        """Drop the stores' tables."""
+        for store in (self.confirmations, self.rate_limits, self.cache, self.approval_rules):
             await store.drop_tables()
 
     async def aclose(self) -> None:
@@ -582,6 +688,7 @@ def create_sql_stores(
             confirmations=SQLConfirmationStore(shared, table_prefix=table_prefix),
             rate_limits=SQLRateLimitStore(shared, table_prefix=table_prefix),
             cache=SQLCache(shared, table_prefix=table_prefix),
+            approval_rules=SQLApprovalRuleStore(shared, table_prefix=table_prefix),
             owns_engine=owns,
         )
     except Exception:

@@ -50,6 +50,11 @@ class ToolBudget:
     """How many tool calls may start; None for no limit."""
     calls_used: int = 0
     """How many have started so far."""
+    tool_limits: dict[str, int] = field(default_factory=dict)
+    """Per-tool limits for this run (`{"send_email": 2}`), on top of each tool's own `max_calls` (the
+    smaller one applies)."""
+    tool_calls: dict[str, int] = field(default_factory=dict)
+    """How many calls of each tool with a limit have started so far."""
 
     @property
     def exhausted(self) -> bool:

@@ -7,13 +7,27 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from toolrun.exceptions import ToolDefinitionError
 
-__all__ = ["CacheScope", "RateLimit", "ToolExample", "ToolOptions", "ToolOptionsKwargs", "parse_rate_limit"]
+__all__ = [
+    "CacheScope",
+    "PreviewFunction",
+    "RateLimit",
+    "ToolExample",
+    "ToolOptions",
+    "ToolOptionsKwargs",
+    "parse_rate_limit",
+]
+
+PreviewFunction = Callable[[Mapping[str, Any], Any], "str | Awaitable[str]"]
+"""`preview(arguments, ctx) -> str` (or an awaitable of one): what a held call would do, in the person's
+words, read from the application's own records ("Delete the task 'Renew passport' (due 1 Dec, 2
+attachments)"). It gets the validated arguments (a read-only view) and the call's `ToolContext`; it must
+only read. See `ToolOptions.preview`."""
 
 CacheScope = Literal["user", "shared"]
 """Who may be served a cached result: only the user whose call produced it, or everyone."""
@@ -146,6 +160,15 @@ class ToolOptions:
     """Never run concurrently with other calls of the same batch."""
     examples: tuple[ToolExample, ...] = ()
     """Worked examples, validated at definition time."""
+    preview: PreviewFunction | None = None
+    """Writes the text the person approves whenever a call of this tool is held for confirmation, from the
+    application's own records, before the confirmation is issued (see `PreviewFunction`). It runs
+    time-boxed; when it fails, the person sees the plain summary of the call and a line saying the
+    preview could not be made."""
+    max_calls: int | None = None
+    """Calls of this tool allowed per run (counted on the context's `ToolBudget`, which an `Agent` run
+    always has; without a budget, on the context's `run_id`). Past it the call does not start and the
+    model gets `BUDGET_EXCEEDED` (`details["limit"] == "tool"`) and may go on without it."""
     coerce: bool = False
     """Read arguments leniently (Pydantic's lax mode: `"5"` → 5, `"yes"` → True, `true` → 1) instead of
     taking JSON types strictly. Unknown fields and non-finite numbers are refused either way."""
@@ -176,6 +199,8 @@ class ToolOptionsKwargs(TypedDict, total=False):
     coerce: bool
     title: str | None
     cache_scope: CacheScope | None
+    preview: PreviewFunction | None
+    max_calls: int | None
 
 
 _OPTION_NAMES = frozenset(ToolOptions.__dataclass_fields__)
@@ -257,6 +282,20 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
                 f"Tool {tool_name!r}: {name} must be a collection of non-empty strings."
             )
         values[name] = frozenset(raw)
+
+    preview = values.get("preview")
+    if preview is not None and not callable(preview):
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: preview must be a function (arguments, ctx) -> str, not "
+            f"{type(preview).__name__}."
+        )
+    max_calls = values.get("max_calls")
+    if max_calls is not None and (
+        isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1
+    ):
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: max_calls must be a whole number >= 1 (calls per run), or None."
+        )
 
     values["examples"] = tuple(ToolExample.coerce(e) for e in values.get("examples", ()) or ())
     if not isinstance(values.get("coerce", False), bool):

@@ -86,7 +86,10 @@ def test_a_run_through_interrupt_and_resume_passes_the_clients_verification(
     assert interrupt["toolCallId"] == start["toolCallId"]
     assert interrupt["responseSchema"]["properties"]["approved"]["type"] == "boolean"
     assert interrupt["expiresAt"]
-    assert interrupt["metadata"] == {"tool": "delete_task", "arguments": {"task_id": task_id}}
+    assert interrupt["metadata"]["tool"] == "delete_task"
+    assert interrupt["metadata"]["arguments"] == {"task_id": task_id}
+    assert interrupt["message"] == interrupt["metadata"]["preview"]  # what the person approves
+    assert interrupt["message"].startswith("Delete the task ")
     assert resume["types"][:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"]
     assert "TOOL_CALL_START" not in resume["types"]
     assert resume["events"][1]["toolCallId"] == start["toolCallId"]

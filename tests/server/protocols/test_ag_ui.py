@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from ag_ui.core import ResumeEntry, RunAgentInput
 
-from toolrun.server.protocols.ag_ui import AGUIEncoder, DecisionError, last_user_message, read_resume
+from toolrun.server.protocols.ag_ui import (
+    APPROVAL_SCHEMA,
+    AGUIEncoder,
+    DecisionError,
+    last_user_message,
+    read_resume,
+    read_resume_extras,
+)
 
 from .conftest import failed_run, paused_run, resumed_run, sse_data
 
@@ -38,18 +45,51 @@ def test_paused_run_ends_with_an_interrupt_and_calls_never_interleave() -> None:
             "reason": "tool_call",
             "message": "delete_task(task_id='t0')",
             "toolCallId": "c_del",
-            "responseSchema": {
-                "type": "object",
-                "properties": {
-                    "approved": {"type": "boolean", "description": "true runs the call, false refuses it"}
-                },
-                "required": ["approved"],
-                "additionalProperties": False,
-            },
+            "responseSchema": APPROVAL_SCHEMA,
             "expiresAt": "2030-01-01T00:00:00Z",
-            "metadata": {"tool": "delete_task", "arguments": {"task_id": "t0"}},
+            "metadata": {
+                "tool": "delete_task",
+                "arguments": {"task_id": "t0"},
+                "summary": "delete_task(task_id='t0')",
+                "preview": None,
+            },
         }
     ]
+    assert APPROVAL_SCHEMA["required"] == ["approved"] and set(APPROVAL_SCHEMA["properties"]) == {
+        "approved",
+        "arguments",
+        "reason",
+    }
+
+
+def test_the_interrupt_message_is_the_preview_when_there_is_one() -> None:
+    events = paused_run()
+    preview = "Delete the task 'Renew passport' (due 1 Dec 2026), permanently."
+    for event in events:
+        pending = getattr(event, "pending", None)
+        if isinstance(pending, dict):
+            pending["preview"] = preview
+        response = getattr(event, "response", None)
+        if isinstance(response, dict):
+            response["pending"][0]["preview"] = preview
+    out = encode(AGUIEncoder(thread_id="th", run_id="r"), events)
+    [interrupt] = out[-1]["outcome"]["interrupts"]
+    assert interrupt["message"] == preview and interrupt["metadata"]["preview"] == preview
+    assert interrupt["metadata"]["summary"] == "delete_task(task_id='t0')"
+
+
+def test_resume_extras_carry_edits_and_reasons_and_refuse_bad_ones() -> None:
+    entries = [
+        ResumeEntry(interrupt_id="a", status="resolved", payload={"approved": True, "arguments": {"x": 1}}),
+        ResumeEntry(
+            interrupt_id="b", status="resolved", payload={"approved": False, "reason": " no thanks "}
+        ),
+        ResumeEntry(interrupt_id="c", status="resolved", payload={"approved": True}),
+    ]
+    assert read_resume_extras(entries) == {"a": {"arguments": {"x": 1}}, "b": {"reason": "no thanks"}}
+    for payload in ({"approved": True, "arguments": [1]}, {"approved": False, "reason": 5}):
+        with pytest.raises(DecisionError):
+            read_resume_extras([ResumeEntry(interrupt_id="d", status="resolved", payload=payload)])
 
 
 @pytest.mark.parametrize("approved", [True, False])

@@ -27,7 +27,7 @@ def test_paused_run_asks_for_approval_of_the_held_call() -> None:
         "tool-input-start", "tool-input-delta", "tool-input-available",
         "tool-input-start", "tool-input-delta", "tool-input-available",
         "tool-output-available",
-        "tool-approval-request",
+        "data-confirmation", "tool-approval-request",
         "finish", "[DONE]",
     ]  # fmt: skip
     assert parts[0] == {"type": "start", "messageId": "m1"}
@@ -37,8 +37,33 @@ def test_paused_run_asks_for_approval_of_the_held_call() -> None:
         "duration_ms": 1.5,
         "value": {"id": "t1", "title": "Buy milk"},
     }
-    assert parts[8] == {"type": "tool-approval-request", "approvalId": "conf_1", "toolCallId": "c_del"}
-    assert parts[9]["finishReason"] == "tool-calls"
+    assert parts[8] == {  # what the person approves: the preview (here none: the summary)
+        "type": "data-confirmation",
+        "id": "conf_1",
+        "data": {
+            "approvalId": "conf_1",
+            "toolCallId": "c_del",
+            "preview": "delete_task(task_id='t0')",
+            "summary": "delete_task(task_id='t0')",
+        },
+    }
+    assert parts[9] == {"type": "tool-approval-request", "approvalId": "conf_1", "toolCallId": "c_del"}
+    assert parts[10]["finishReason"] == "tool-calls"
+
+
+def test_a_denial_reason_is_read_from_the_approval() -> None:
+    part = {"type": "tool-delete_task", "state": "approval-responded", "toolCallId": "c"}
+    body = {
+        "id": "chat",
+        "messages": [
+            {"id": "m", "role": "assistant", "parts": [
+                {**part, "approval": {"id": "a1", "approved": False, "reason": " not now "}},
+                {**part, "approval": {"id": "a2", "approved": True, "reason": "ignored when approving"}},
+            ]},
+        ],
+    }  # fmt: skip
+    request = read_request(body)
+    assert request.approvals == {"a1": False, "a2": True} and request.reasons == {"a1": "not now"}
 
 
 @pytest.mark.parametrize("approved", [True, False])

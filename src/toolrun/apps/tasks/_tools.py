@@ -407,7 +407,7 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
             raise _attachment_not_found(attachment_id)
         return updated.to_dict()
 
-    return [
+    tools = [
         create_task,
         set_task_status,
         update_task,
@@ -418,3 +418,6 @@ def task_tools(store: TaskStore, github: GitHubClient | None = None) -> list[Too
         delete_attachment,
         refresh_attachment,
     ]
+    from toolrun.apps.tasks._previews import with_previews  # the previews read the store the tools use
+
+    return with_previews(tools, store)

@@ -73,12 +73,20 @@ __all__ = [
     "DecisionError",
     "last_user_message",
     "read_resume",
+    "read_resume_extras",
     "user_texts",
 ]
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"approved": {"type": "boolean", "description": "true runs the call, false refuses it"}},
+    "properties": {
+        "approved": {"type": "boolean", "description": "true runs the call, false refuses it"},
+        "arguments": {
+            "type": "object",
+            "description": "approving: the person's edited arguments (all of them), validated by the server",
+        },
+        "reason": {"type": "string", "maxLength": 2000, "description": "refusing: why, for the model"},
+    },
     "required": ["approved"],
     "additionalProperties": False,
 }
@@ -112,6 +120,30 @@ def read_resume(entries: list[ResumeEntry] | None) -> dict[str, bool]:
             raise DecisionError('A resolved tool_call interrupt needs payload {"approved": true|false}.')
         decisions[entry.interrupt_id] = strict_decision(payload["approved"], field="payload.approved")
     return decisions
+
+
+def read_resume_extras(entries: list[ResumeEntry] | None) -> dict[str, dict[str, Any]]:
+    """What a resume entry adds to its decision: `{interrupt id: {"arguments": ...} | {"reason": ...}}`
+    (edited arguments when approving, the person's reason when refusing). Call after `read_resume`.
+
+    Raises:
+        DecisionError: `arguments` that are not an object, or a `reason` that is not text.
+    """
+    extras: dict[str, dict[str, Any]] = {}
+    for entry in entries or ():
+        payload = entry.payload
+        if entry.status == "cancelled" or not isinstance(payload, Mapping):
+            continue
+        arguments, reason = payload.get("arguments"), payload.get("reason")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise DecisionError("payload.arguments must be an object of the tool's arguments.")
+        if reason is not None and not isinstance(reason, str):
+            raise DecisionError("payload.reason must be text.")
+        if payload.get("approved") is True and arguments is not None:
+            extras[entry.interrupt_id] = {"arguments": dict(arguments)}
+        elif payload.get("approved") is False and reason and reason.strip():
+            extras[entry.interrupt_id] = {"reason": reason.strip()[:2000]}
+    return extras
 
 
 def _text(message: UserMessage) -> str:
@@ -324,9 +356,14 @@ class AGUIEncoder:
         return Interrupt(
             id=confirmation_id,
             reason="tool_call",
-            message=str(pending.get("summary") or f"Run {pending.get('tool')}?"),
+            message=str(pending.get("preview") or pending.get("summary") or f"Run {pending.get('tool')}?"),
             tool_call_id=self._calls.call_of.get(confirmation_id),
             response_schema=APPROVAL_SCHEMA,
             expires_at=str(expires) if expires is not None else None,
-            metadata={"tool": pending.get("tool"), "arguments": pending.get("arguments")},
+            metadata={
+                "tool": pending.get("tool"),
+                "arguments": pending.get("arguments"),
+                "summary": pending.get("summary"),
+                "preview": pending.get("preview"),
+            },
         )

@@ -77,6 +77,8 @@ class AISDKRequest:
     """Its id."""
     approvals: dict[str, bool] = field(default_factory=dict)
     """`{approval id: approved}` from tool parts in state `approval-responded` of the last message."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """`{approval id: reason}` for denials that carry the person's reason (`approval.reason`)."""
     user_texts: list[str] = field(default_factory=list)
     """The text of every user message the client sent (to compare with the stored conversation)."""
     trigger: str = "submit-message"
@@ -136,6 +138,9 @@ def read_request(body: Any) -> AISDKRequest:
         if approval_id in request.approvals:
             raise DecisionError(f"Approval {approval_id!r} is answered twice.")
         request.approvals[approval_id] = strict_decision(approval.get("approved"), field="approval.approved")
+        reason = approval.get("reason")
+        if isinstance(reason, str) and reason.strip() and not request.approvals[approval_id]:
+            request.reasons[approval_id] = reason.strip()[:2000]
     return request
 
 
@@ -224,6 +229,20 @@ class AISDKEncoder:
             call_id = self._calls.confirmation(event)
             if call_id is not None:
                 approval_id = str(event.pending.get("confirmation_id"))
+                frames.append(  # what the person approves, for the UI to show beside the request
+                    self._frame(
+                        {
+                            "type": "data-confirmation",
+                            "id": approval_id,
+                            "data": {
+                                "approvalId": approval_id,
+                                "toolCallId": call_id,
+                                "preview": event.pending.get("preview") or event.pending.get("summary"),
+                                "summary": event.pending.get("summary"),
+                            },
+                        }
+                    )
+                )
                 frames.append(
                     self._frame(
                         {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}

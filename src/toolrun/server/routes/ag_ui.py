@@ -29,6 +29,7 @@ from toolrun.server.protocols.ag_ui import (
     DecisionError,
     last_user_message,
     read_resume,
+    read_resume_extras,
     user_texts,
 )
 from toolrun.server.routes._threads import check_text, find_thread, open_thread
@@ -104,6 +105,7 @@ async def _run(
 ) -> AsyncIterator[str]:
     try:
         decisions = read_resume(run_input.resume)
+        extras = read_resume_extras(run_input.resume)
     except DecisionError as exc:
         for frame in encoder.run_error(f"{exc} Nothing ran.", "INVALID_RESUME"):
             yield frame
@@ -123,7 +125,9 @@ async def _run(
             return
         items = list(decisions.items())
         for index, (confirmation_id, approved) in enumerate(items):
-            handle = await chat.start_decision(user, confirmation_id, approve=approved)
+            handle = await chat.start_decision(
+                user, confirmation_id, approve=approved, **extras.get(confirmation_id, {})
+            )
             last = index == len(items) - 1
             async for event in handle:
                 if last or event.kind not in ("run_finished", "run_started"):

@@ -107,7 +107,9 @@ async def _run(
             return
         items = list(parsed.approvals.items())
         for index, (confirmation_id, approved) in enumerate(items):
-            handle = await chat.start_decision(user, confirmation_id, approve=approved)
+            handle = await chat.start_decision(
+                user, confirmation_id, approve=approved, reason=parsed.reasons.get(confirmation_id)
+            )
             last = index == len(items) - 1
             async for event in handle:
                 if last or event.kind != "run_finished":

@@ -1,4 +1,5 @@
-"""`GET /api/v1/confirmations`, `POST /api/v1/confirmations/{id}` and its `/stream` variant."""
+"""`GET /api/v1/confirmations`, `POST /api/v1/confirmations/{id}` and its `/stream` variant, and
+`POST /api/v1/confirmations/{id}/preview` (what an edit would do, before approving it)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sse_starlette import EventSourceResponse
 
 from toolrun.server._errors import PROBLEM_RESPONSES, problem_doc
 from toolrun.server.deps import Chat, CurrentUser
-from toolrun.server.schemas import ChatResponse, DecisionRequest, PendingList
+from toolrun.server.schemas import ChatResponse, DecisionRequest, EditPreview, EditRequest, PendingList
 from toolrun.server.sse import SSE_DOC, sse_response
 
 router = APIRouter(prefix="/api/v1", tags=["confirmations"], responses=PROBLEM_RESPONSES)
@@ -34,8 +35,11 @@ async def list_confirmations(user: CurrentUser, chat: Chat) -> Any:
 async def decide(
     body: DecisionRequest, user: CurrentUser, chat: Chat, confirmation_id: str = ConfirmationId
 ) -> Any:
-    """Approve (`{"approve": true}`) or deny a pending call; the run continues and answers like `/chat`."""
-    handle = await chat.start_decision(user, confirmation_id, approve=body.approve)
+    """Approve (`{"approve": true}`, optionally with edited `arguments`) or deny (optionally with a
+    `reason` for the model) a pending call; the run continues and answers like `/chat`."""
+    handle = await chat.start_decision(
+        user, confirmation_id, approve=body.approve, arguments=body.arguments, reason=body.reason
+    )
     # Built by the service, documented by response_model: sent as is, without validating it a second time.
     return JSONResponse(await handle.result())
 
@@ -49,5 +53,16 @@ async def decide_stream(
     body: DecisionRequest, user: CurrentUser, chat: Chat, confirmation_id: str = ConfirmationId
 ) -> Any:
     """Like `POST /confirmations/{id}`, streaming the continued run's events."""
-    handle = await chat.start_decision(user, confirmation_id, approve=body.approve)
+    handle = await chat.start_decision(
+        user, confirmation_id, approve=body.approve, arguments=body.arguments, reason=body.reason
+    )
     return sse_response(handle)
+
+
+@router.post("/confirmations/{confirmation_id}/preview", response_model=EditPreview)
+async def preview_edit(
+    body: EditRequest, user: CurrentUser, chat: Chat, confirmation_id: str = ConfirmationId
+) -> Any:
+    """What approving with edited arguments would do: validated (422 otherwise) and previewed from the
+    server's records. Decides nothing; the confirmation stays pending."""
+    return await chat.preview_edit(user, confirmation_id, body.arguments)

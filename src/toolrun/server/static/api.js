@@ -74,6 +74,10 @@ export async function del(path) {
   await request("DELETE", path);
 }
 
+export async function postJSON(path, body) {
+  return (await request("POST", path, body)).json();
+}
+
 /**
  * POST a body and read the response as server-sent events, calling onEvent(name, data) for each one.
  * (EventSource cannot POST or send a token, so the stream is read from fetch.) Throws ApiError when the

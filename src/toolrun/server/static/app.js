@@ -1,5 +1,5 @@
 // The page: sign in, conversations, chat with streaming text, tool and confirmation cards, the task list.
-import { ApiError, StreamCut, clearToken, getJSON, getToken, serverIsUp, setToken, stream } from "./api.js";
+import { ApiError, StreamCut, clearToken, getJSON, getToken, postJSON, serverIsUp, setToken, stream } from "./api.js";
 import {
   assistantBubble,
   confirmationCard,
@@ -200,7 +200,11 @@ function addConfirmation(pending) {
   for (const card of state.cards.values()) {
     if (card.card.dataset.tool === pending.tool && !card.card.dataset.finished) card.finish({ status: "confirmation_required" });
   }
-  const confirmation = confirmationCard(pending, (approve, settle) => decide(pending.confirmation_id, approve, settle));
+  const confirmation = confirmationCard(
+    pending,
+    (approve, settle, extra) => decide(pending, approve, settle, extra),
+    (args) => postJSON(`/api/v1/confirmations/${encodeURIComponent(pending.confirmation_id)}/preview`, { arguments: args }),
+  );
   state.confirmations.set(pending.confirmation_id, confirmation);
   $("messages").append(confirmation.card);
   updateEmpty();
@@ -303,10 +307,17 @@ async function send(text, item = null) {
   }
 }
 
-async function decide(confirmationId, approve, settle) {
+async function decide(pending, approve, settle, extra = {}) {
   clearError();
+  const body = { approve };
+  if (approve && extra.arguments) body.arguments = extra.arguments;
+  if (!approve && extra.reason) body.reason = extra.reason;
   try {
-    await run(`/api/v1/confirmations/${encodeURIComponent(confirmationId)}/stream`, { approve });
+    if (approve && extra.always) {
+      const expires = new Date(Date.now() + 30 * 86400 * 1000).toISOString();
+      await postJSON("/api/v1/approval-rules", { tool: pending.tool, expires_at: expires });
+    }
+    await run(`/api/v1/confirmations/${encodeURIComponent(pending.confirmation_id)}/stream`, body);
   } catch (error) {
     settle(error instanceof ApiError && error.status === 404 ? "Already decided or expired: nothing ran." : "Not sent.");
     showError(error);

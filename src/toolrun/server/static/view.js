@@ -176,40 +176,95 @@ export function toolCard(callId, tool, args) {
   };
 }
 
-/** The action a person is asked to approve: what it does in words, every argument in full, Approve and Deny. */
-export function confirmationCard(pending, decide) {
+/**
+ * The action a person is asked to approve: the tool's preview (from the server's records) first, every
+ * argument in full beside it; Approve (optionally with edited arguments, previewed again first, and
+ * "always allow" for 30 days), or Deny with an optional reason the assistant is told.
+ * `decide(approve, settle, extra)` sends the decision; `previewEdit(arguments)` asks what an edit would do.
+ */
+export function confirmationCard(pending, decide, previewEdit) {
   const args = el("dl", { class: "arguments" });
   const entries = pending.arguments && typeof pending.arguments === "object" ? Object.entries(pending.arguments) : [["arguments", pending.arguments]];
   for (const [name, value] of entries) {
     args.append(el("dt", { text: name }), el("dd", {}, typeof value === "string" ? value : el("pre", { text: pretty(value) })));
   }
+  const shown = pending.preview || pending.summary;
+  const preview = el("p", { class: "preview", text: shown });
+  const details = el("details", { class: "call" }, el("summary", { text: "The call as the assistant made it" }), el("p", { class: "summary", text: pending.summary }));
   const approve = el("button", { type: "button", class: "approve", text: "Approve" });
   const deny = el("button", { type: "button", class: "deny", text: "Deny" });
+  const edit = el("button", { type: "button", class: "edit", text: "Edit…" });
+  const always = el("input", { type: "checkbox", class: "always" });
+  const alwaysLabel = el("label", { class: "always-label" }, always, document.createTextNode(` Always allow ${pending.tool} for me (30 days)`));
+  const reason = el("input", { type: "text", class: "reason", placeholder: "Reason, if you deny (optional)", maxLength: 2000, "aria-label": "Reason for denying" });
+  const editor = el("textarea", { class: "edit-arguments", rows: 4, hidden: true, "aria-label": "Edited arguments (JSON)" });
+  editor.value = JSON.stringify(pending.arguments ?? {}, null, 2);
+  const check = el("button", { type: "button", class: "check-edit", text: "Preview the edit", hidden: true });
+  const edited = el("p", { class: "edited", role: "status" });
   const outcome = el("p", { class: "outcome", role: "status" });
   const expires = pending.expires_at ? `Expires ${new Date(pending.expires_at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })}` : null;
+  let editedArguments = null;
   const card = el(
     "li",
     { class: "card confirm", "data-confirmation-id": pending.confirmation_id, tabindex: "-1" },
     el("h3", { text: `Confirm: ${pending.tool}` }),
-    el("p", { class: "summary", text: pending.preview || pending.summary }),
+    preview,
     args,
-    el("div", { class: "actions" }, approve, deny),
+    details,
+    editor,
+    check,
+    edited,
+    alwaysLabel,
+    reason,
+    el("div", { class: "actions" }, approve, deny, edit),
     expires ? el("p", { class: "expires", text: expires }) : null,
     outcome,
   );
   const settle = (words) => {
-    approve.disabled = true;
-    deny.disabled = true;
+    for (const control of [approve, deny, edit, check, always, reason, editor]) control.disabled = true;
     outcome.textContent = words;
     card.dataset.decided = "true";
   };
+  edit.addEventListener("click", () => {
+    editor.hidden = false;
+    check.hidden = false;
+    editor.focus();
+  });
+  check.addEventListener("click", async () => {
+    let parsed;
+    try {
+      parsed = JSON.parse(editor.value);
+    } catch {
+      edited.textContent = "That is not valid JSON.";
+      return;
+    }
+    try {
+      const seen = await previewEdit(parsed);
+      editedArguments = seen.arguments;
+      preview.textContent = seen.preview;
+      edited.textContent = seen.changes.length ? `Changed: ${seen.changes.join("; ")}` : "No change.";
+      approve.textContent = "Approve the edit";
+    } catch (error) {
+      editedArguments = null;
+      edited.textContent = String(error.message || error);
+    }
+  });
+  editor.addEventListener("input", () => {
+    editedArguments = null; // an edit must be previewed again before it can be approved
+    approve.textContent = "Approve";
+    preview.textContent = shown;
+  });
   approve.addEventListener("click", () => {
+    if (!editor.hidden && editedArguments === null && editor.value !== JSON.stringify(pending.arguments ?? {}, null, 2)) {
+      edited.textContent = "Preview the edit first, then approve it.";
+      return;
+    }
     settle("Approved.");
-    decide(true, settle);
+    decide(true, settle, { arguments: editedArguments, always: always.checked });
   });
   deny.addEventListener("click", () => {
     settle("Denied.");
-    decide(false, settle);
+    decide(false, settle, { reason: reason.value.trim() || null });
   });
   return { card, approve, settle };
 }

@@ -1,0 +1,135 @@
+"""`toolrun approvals ...`: a user's standing approvals (see docs/approvals.md), on the service's database.
+
+The same store the service uses (`SQLApprovalRuleStore`); for an operator at the server, like `toolrun
+users`. A person manages their own rules on the page or with `/api/v1/approval-rules`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Standing approvals: always allow (or deny) a tool for a user.", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+DatabaseUrl = Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")]
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}")
+    return typer.Exit(1)
+
+
+async def _with_rules(database_url: str | None, user: str, fn: Callable[[Any, str], Awaitable[Any]]) -> Any:
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    from toolrun.server import Settings
+    from toolrun.server._db import create_engine
+    from toolrun.server._users import UserStore
+    from toolrun.store.sql import SQLApprovalRuleStore
+
+    overrides: dict[str, Any] = {"database_url": database_url} if database_url else {}
+    settings = Settings(**overrides)
+    engine = create_engine(settings.database_url)
+    try:
+        principal = await UserStore(engine, cache_seconds=0).get_by_name(user)
+        if principal is None:
+            raise _fail(f"No user named {user!r} (see `toolrun users list`).")
+        return await fn(SQLApprovalRuleStore(engine), principal.user_id)
+    except (OperationalError, ProgrammingError) as exc:
+        raise _fail(
+            f"The database is not ready ({type(exc.orig).__name__}): run `toolrun db upgrade` first."
+        ) from None
+    finally:
+        await engine.dispose()
+
+
+def _when(seconds: float | None) -> str:
+    return "never" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@app.command("list")
+def list_rules(
+    user: Annotated[str, typer.Argument(help="The user's name.")], database_url: DatabaseUrl = None
+) -> None:
+    """A user's standing approvals (expired ones marked)."""
+    rules = asyncio.run(_with_rules(database_url, user, lambda store, uid: store.list_rules(uid)))
+    now = time.time()
+    if not rules:
+        out.print(f"{user} has no standing approvals: every call that needs confirmation is asked.")
+    for r in rules:  # one line per rule: ids stay whole at any terminal width
+        expires = _when(r.expires_at) + (" (expired)" if r.expired(now) else "")
+        arguments = json.dumps(dict(r.arguments)) if r.arguments else "any arguments"
+        note = f"  ({r.note})" if r.note else ""
+        out.print(f"{r.id}  {r.decision} {r.tool}  {arguments}  until {expires}{note}", soft_wrap=True)
+
+
+@app.command("add")
+def add_rule(
+    user: Annotated[str, typer.Argument(help="The user's name.")],
+    tool: Annotated[str, typer.Argument(help="The tool's registered name, e.g. delete_task.")],
+    days: Annotated[float, typer.Option(help="Days until the rule expires (at most 366).")] = 30.0,
+    deny: Annotated[bool, typer.Option("--deny", help="Always refuse instead of always allow.")] = False,
+    arguments: Annotated[
+        str | None,
+        typer.Option(help='Only calls with these argument values, as JSON: \'{"task_id": "t1"}\'.'),
+    ] = None,
+    note: Annotated[str | None, typer.Option(help="What the rule is for.")] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Always allow (or, with --deny, always refuse) a tool's calls for a user until the rule expires."""
+    from toolrun.store import ApprovalRule
+
+    if not 0 < days <= 366:
+        raise _fail("--days must be more than 0 and at most 366.")
+    constraints = None
+    if arguments is not None:
+        try:
+            constraints = json.loads(arguments)
+        except ValueError:
+            constraints = None
+        if not isinstance(constraints, dict):
+            raise _fail("--arguments must be a JSON object of argument names and values.")
+
+    async def add(store: Any, uid: str) -> Any:
+        return await store.add(
+            ApprovalRule(
+                user_id=uid,
+                tool=tool,
+                decision="deny" if deny else "allow",
+                arguments=constraints,
+                expires_at=time.time() + days * 86400,
+                note=note,
+            )
+        )
+
+    try:
+        rule = asyncio.run(_with_rules(database_url, user, add))
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    out.print(f"{rule.id}: {rule.decision} {rule.tool} for {user} until {_when(rule.expires_at)}")
+
+
+@app.command("revoke")
+def revoke_rule(
+    user: Annotated[str, typer.Argument(help="The user's name.")],
+    rule_id: Annotated[str, typer.Argument(help="The rule's id (from `toolrun approvals list`).")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Revoke one of a user's standing approvals."""
+    removed = asyncio.run(
+        _with_rules(database_url, user, lambda store, uid: store.remove(rule_id, user_id=uid))
+    )
+    if not removed:
+        raise _fail(f"{user} has no rule {rule_id!r}.")
+    out.print(f"revoked {rule_id}")
