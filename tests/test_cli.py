@@ -112,7 +112,8 @@ async def test_chat_in_process_streams_and_asks_for_confirmation(
     assert code == 0  # end of input
     out = console.export_text()
     assert f"Deleted task {task_id} (Buy bread)." in out and "No tasks match." in out
-    assert asked == ["[yellow]Allow?[/yellow] Delete the task 'Buy bread' (no due date), permanently."]
+    assert asked == ["Allow it?"]  # the question on its own, after the preview the person approves
+    assert "Confirm: Delete the task 'Buy bread' (no due date), permanently." in out
     kept = (env / "data" / "demo-token").read_text().strip()
     assert kept.startswith("trk_") and (env / "data" / "demo-token").stat().st_mode & 0o777 == 0o600
 
