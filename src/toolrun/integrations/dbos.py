@@ -414,6 +414,9 @@ class DurableAgent(Agent):
             not travel with the run).
         decision_timeout: Seconds a run waits for a decision on its pending confirmations (default: the
             executor's confirmation TTL); then it ends `failed`.
+        on_state: Called with the run and its context each time a run that nobody in this process follows
+            (a run recovered after a crash) pauses or ends: where a service stores what the run did. Called
+            once per state (a step), in the process that runs the workflow.
         **kwargs: Everything else `Agent` takes (native mode only).
     """
 
@@ -425,6 +428,7 @@ class DurableAgent(Agent):
         name: str,
         deps: Any = None,
         decision_timeout: float | None = None,
+        on_state: Callable[[AgentRun, ToolContext[Any]], Awaitable[None]] | None = None,
         **kwargs: Any,
     ) -> None:
         if kwargs.get("mode", "native") != "native":
@@ -437,6 +441,7 @@ class DurableAgent(Agent):
         super().__init__(model, tools, **kwargs)
         self.name = name
         self.deps = deps
+        self.on_state = on_state
         self.model = _StepModel(self.model)
         self.executor = _StepExecutor(self.executor)
         self.decision_timeout = (
@@ -521,7 +526,12 @@ class DurableAgent(Agent):
         unknown = set(approvals) - {p.confirmation_id for p in run.pending}
         if unknown:
             raise ValueError(f"No pending confirmation with id(s) {sorted(unknown)} in run {run_id}.")
-        decision = {"approvals": {k: bool(v) for k, v in approvals.items()}, "user_id": user, "seq": seq}
+        decision = {
+            "approvals": {k: bool(v) for k, v in approvals.items()},
+            "user_id": user,
+            "seq": seq,
+            "deadline": context.deadline if context is not None else None,
+        }
         await DBOS.send_async(run_id, decision, _DECISION)
         return seq
 
@@ -587,7 +597,9 @@ class DurableAgent(Agent):
                 approvals = _approvals(decision, run, ctx)
                 if approvals is None:
                     continue  # not the run's user, or not what is pending: the run keeps waiting
-                events = self._resume(run, approvals, ctx, streaming=streaming)
+                deadline = decision.get("deadline")  # the decider's own time limit, as Agent.resume has
+                decider = ctx.evolve(deadline=deadline if isinstance(deadline, int | float) else None)
+                events = self._resume(run, approvals, decider, streaming=streaming)
             seq += 1
             await self._publish_state(seq, run, ctx, events)
         return run.to_dict()
@@ -605,6 +617,16 @@ class DurableAgent(Agent):
                 else:
                     _publish(run.run_id, event)
         await DBOS.set_event_async(f"{_STATE}{seq}", {"run": run.to_dict(), "user_id": ctx.user_id})
+        on_state = self.on_state
+        if on_state is not None:
+
+            async def notify() -> bool:
+                if _LISTENERS.get(run.run_id):
+                    return False  # a caller in this process follows the run, and stores it itself
+                await on_state(run, ctx)
+                return True
+
+            await _step(None, "toolrun.run.on_state", notify)
         for event in finished or [RunFinished(run=run)]:
             _publish(run.run_id, event)
 

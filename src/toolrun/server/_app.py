@@ -112,7 +112,14 @@ def create_app(
     )
     chosen, model_name, demo = _model(settings, model)
     instructions = settings.instructions or INSTRUCTIONS.format(today=datetime.now(UTC).date().isoformat())
-    agent = Agent(
+    durable = None
+    build_agent: Any = Agent
+    if settings.durable == "dbos":  # runs as DBOS workflows (imports dbos only when asked for)
+        from toolrun.server._durable import DurableRuntime
+
+        durable = DurableRuntime(settings)
+        build_agent = durable.agent
+    agent = build_agent(
         chosen,
         registry,
         executor=executor,
@@ -146,12 +153,19 @@ def create_app(
         closers=closers,
     )
 
+    if durable is not None:
+        durable.bind(service)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if durable is not None:
+            durable.start()
         try:
             yield
         finally:
             await service.aclose(grace=settings.run_timeout)
+            if durable is not None:
+                durable.stop()
             await audit.aclose()
             await executor.aclose()
             if github is None:
