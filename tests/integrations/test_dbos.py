@@ -11,8 +11,8 @@ from dbos import DBOS
 
 from toolrun import ToolCall, ToolContext, ToolRegistry, tool
 from toolrun.agent import ConfirmationRequired, RunFinished, TextDelta, ToolCallFinished
-from toolrun.integrations.dbos import DurableAgent, dbos_config, idempotency_key
-from toolrun.models import ScriptedModel
+from toolrun.integrations.dbos import DurableAgent, JobStore, dbos_config, idempotency_key
+from toolrun.models import ScriptedModel, UserMessage
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -159,3 +159,121 @@ async def test_stream_yields_live_events_of_the_workflow(dbos_sqlite: None) -> N
 def test_planner_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="native"):
         DurableAgent(ScriptedModel(["x"]), ToolRegistry(), name="p", mode="planner")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Background jobs
+
+
+async def _until(check: Any, timeout: float = 20) -> Any:
+    """Poll an async check until it returns something truthy (observable state, not a sleep)."""
+    import asyncio
+
+    async with asyncio.timeout(timeout):
+        while not (value := await check()):
+            await asyncio.sleep(0.02)
+    return value
+
+
+def _job_agent(name: str, script: list[Any], tmp_path: Path, *, limit: int = 5) -> tuple[DurableAgent, Any]:
+    import asyncio
+
+    gate = asyncio.Event()
+    cancelled: list[int] = []
+    registry = ToolRegistry()
+
+    @registry.register
+    @tool(background=True, timeout=30)
+    async def crunch(n: int, *, ctx: ToolContext) -> dict[str, int]:
+        """Crunch numbers for a long time."""
+        await ctx.report_progress(1, total=2, message="halfway")
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            cancelled.append(n)
+            raise
+        return {"sum": n * 2}
+
+    jobs = JobStore(f"sqlite:///{tmp_path}/jobs.sqlite", max_running_per_user=limit)
+    agent = DurableAgent(ScriptedModel(script), registry, name=name, jobs=jobs)
+    return agent, (gate, cancelled, jobs)
+
+
+async def test_a_background_tool_starts_a_job_whose_result_reaches_the_next_turn(
+    dbos_sqlite: None, tmp_path: Path
+) -> None:
+    model_script = [
+        ToolCall(id="j1", name="crunch", arguments={"n": 21}),
+        "It has started.",
+        "The sum is 42.",
+    ]
+    agent, (gate, _, jobs) = _job_agent("jobs_a", model_script, tmp_path)
+    alice = ToolContext(user_id="alice", conversation_id="conv1")
+    first = await agent.run("crunch 21", context=alice)
+    assert first.status == "completed"
+    value = first.tool_calls[0].result.value
+    job_id = value["job_id"]
+    assert value["status"] == "running"
+    job = await _until(lambda: _job_with_progress(jobs, job_id))
+    assert job["progress"] == {"progress": 1, "total": 2, "message": "halfway"}
+    assert job["status"] == "running"
+    assert await jobs.get(job_id, "mallory") is None  # someone else's job is not there
+    assert [j["id"] for j in await jobs.list_jobs("alice")] == [job_id]
+    gate.set()
+    done = await _until(lambda: _job_in(jobs, job_id, "completed"))
+    assert done["result"]["value"] == {"sum": 42}
+    second = await agent.run([*first.messages, UserMessage(content="done yet?")], context=alice)
+    assert second.output == "The sum is 42."
+    notes = [m.content for m in second.messages if isinstance(m, UserMessage) and m.content.startswith("[")]
+    assert notes == [f'[Background job {job_id} (crunch) completed] {{"sum":42}}']
+    assert agent.model.inner.requests[-1].messages[-1].content == notes[0]  # the model saw it
+    # delivered once: a later turn does not repeat it
+    assert await jobs.take_finished("alice", "conv1") == []
+
+
+async def test_a_cancelled_job_stops_its_tool(dbos_sqlite: None, tmp_path: Path) -> None:
+    agent, (_, cancelled, jobs) = _job_agent(
+        "jobs_b", [ToolCall(id="j1", name="crunch", arguments={"n": 1}), "started"], tmp_path
+    )
+    run = await agent.run("go", context=ToolContext(user_id="bob"))
+    job_id = run.tool_calls[0].result.value["job_id"]
+    await _until(lambda: _job_with_progress(jobs, job_id))
+    assert await jobs.cancel(job_id, "mallory") is None  # not hers to cancel
+    assert (await jobs.cancel(job_id, "bob"))["status"] == "cancelled"
+    job = await _until(lambda: _job_with_result(jobs, job_id, "bob"))
+    assert job["status"] == "cancelled"
+    assert job["result"]["error"]["details"] == {"cancelled": True}
+    assert cancelled == [1]
+
+
+async def test_jobs_per_user_are_limited(dbos_sqlite: None, tmp_path: Path) -> None:
+    calls = [
+        ToolCall(id="j1", name="crunch", arguments={"n": 1}),
+        ToolCall(id="j2", name="crunch", arguments={"n": 2}),
+    ]
+    agent, (gate, _, _jobs) = _job_agent("jobs_c", [calls, "ok"], tmp_path, limit=1)
+    run = await agent.run("two", context=ToolContext(user_id="carol"))
+    first, second = (r.result for r in run.tool_calls)
+    assert first.status == "ok"
+    assert second.error is not None
+    assert second.error.code == "RATE_LIMITED"
+    gate.set()
+    job_id = first.value["job_id"]
+    await _until(lambda: _job_with_result(_jobs, job_id, "carol"))
+
+
+async def _job_with_progress(jobs: JobStore, job_id: str) -> Any:
+    for job in await jobs.list_jobs("alice") + await jobs.list_jobs("bob"):
+        if job["id"] == job_id and job["progress"]:
+            return job
+    return None
+
+
+async def _job_in(jobs: JobStore, job_id: str, status: str) -> Any:
+    job = await jobs.get(job_id, "alice")
+    return job if job is not None and job["status"] == status and job["result"] else None
+
+
+async def _job_with_result(jobs: JobStore, job_id: str, user: str) -> Any:
+    job = await jobs.get(job_id, user)
+    return job if job is not None and job["result"] else None

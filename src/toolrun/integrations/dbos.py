@@ -59,13 +59,22 @@ import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from toolrun.agent import Agent, AgentEvent, AgentRun, PendingConfirmation, RunFinished
-from toolrun.models import FinalResponse, Message, Model, ModelRequest, ModelResponse, StreamEvent
+from toolrun.integrations._dbos_jobs import JobLimitError, JobStore
+from toolrun.models import (
+    FinalResponse,
+    Message,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    UserMessage,
+)
 from toolrun.models import TextDelta as ModelTextDelta
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor, _errors
 from toolrun.tools import ToolCall, ToolContext
 
-__all__ = ["DurableAgent", "ExecutorLease", "dbos_config", "idempotency_key"]
+__all__ = ["DurableAgent", "ExecutorLease", "JobStore", "dbos_config", "idempotency_key"]
 
 _STATE = "toolrun.run."
 """Event keys `toolrun.run.1`, `.2`, ...: the run's state each time it pauses, and at its end."""
@@ -267,8 +276,9 @@ class _StepExecutor(ToolExecutor):
     (`registry`, `confirmation`, `events`, ...).
     """
 
-    def __init__(self, inner: ToolExecutor) -> None:
+    def __init__(self, inner: ToolExecutor, agent: DurableAgent | None = None) -> None:
         self._inner = inner
+        self._agent = agent
 
     def __getattr__(self, name: str) -> Any:
         if name == "_inner":
@@ -285,7 +295,14 @@ class _StepExecutor(ToolExecutor):
     ) -> Coroutine[Any, Any, ToolResult]:
         if not _in_workflow():
             return self._inner.execute(call, context, approval=approval)
-        return self._once(call, context or ToolContext(), approval, None)
+        return self._call(call, context or ToolContext(), approval)
+
+    async def _call(self, call: ToolCall, ctx: ToolContext[Any], approval: str | None) -> ToolResult:
+        starts: list[Callable[[], Awaitable[None]]] = []
+        result = await self._once(call, ctx, approval, None, starts)
+        for start in starts:
+            await start()
+        return result
 
     async def execute_many(
         self,
@@ -302,11 +319,12 @@ class _StepExecutor(ToolExecutor):
         # replay must find each call's record at the same id.
         reserved = [(DBOS.reserve_step(), DBOS.reserve_step()) for _ in items]
         results: list[ToolResult | None] = [None] * len(items)
+        starts: list[list[Callable[[], Awaitable[None]]]] = [[] for _ in items]
         limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
         async def run(index: int) -> None:
             async with limiter if limiter is not None else contextlib.nullcontext():
-                results[index] = await self._once(items[index], ctx, None, reserved[index])
+                results[index] = await self._once(items[index], ctx, None, reserved[index], starts[index])
 
         group: list[int] = []
 
@@ -324,6 +342,10 @@ class _StepExecutor(ToolExecutor):
             else:
                 group.append(index)
         await flush()
+        # Jobs start after the batch, in call order: starting a workflow takes the next step id.
+        for pending in starts:
+            for start in pending:
+                await start()
         return [r for r in results if r is not None]
 
     async def approve(self, confirmation_id: str, context: ToolContext[Any]) -> ToolResult:
@@ -358,8 +380,13 @@ class _StepExecutor(ToolExecutor):
         context: ToolContext[Any],
         approval: str | None,
         reserved: tuple[Any, Any] | None,
+        starts: list[Callable[[], Awaitable[None]]],
     ) -> ToolResult:
         ctx = context.evolve(idempotency_key=idempotency_key(context.run_id or "", call.id))
+        tool = self._inner.registry.find(call.name)
+        agent = self._agent
+        if tool is not None and tool.options.background and agent is not None and agent.jobs is not None:
+            return await agent._job(call, ctx, tool.name, reserved, starts)
         return await self._twice(call, lambda: self._inner.execute(call, ctx, approval=approval), reserved)
 
     async def _twice(
@@ -417,6 +444,9 @@ class DurableAgent(Agent):
         on_state: Called with the run and its context each time a run that nobody in this process follows
             (a run recovered after a crash) pauses or ends: where a service stores what the run did. Called
             once per state (a step), in the process that runs the workflow.
+        jobs: Where background jobs are kept: with it, a call of a `@tool(background=True)` tool starts a
+            job (a DBOS workflow of its own) and returns its id at once; the result joins the conversation
+            before the next model request of the same conversation. Without it such tools run inline.
         **kwargs: Everything else `Agent` takes (native mode only).
     """
 
@@ -429,6 +459,7 @@ class DurableAgent(Agent):
         deps: Any = None,
         decision_timeout: float | None = None,
         on_state: Callable[[AgentRun, ToolContext[Any]], Awaitable[None]] | None = None,
+        jobs: JobStore | None = None,
         **kwargs: Any,
     ) -> None:
         if kwargs.get("mode", "native") != "native":
@@ -442,13 +473,16 @@ class DurableAgent(Agent):
         self.name = name
         self.deps = deps
         self.on_state = on_state
+        self.jobs = jobs
         self.model = _StepModel(self.model)
-        self.executor = _StepExecutor(self.executor)
+        self._steps = _StepExecutor(self.executor, self)
+        self.executor = self._steps
         self.decision_timeout = (
             decision_timeout if decision_timeout is not None else self.executor.confirmation.ttl
         )
         _AGENTS[name] = self
         self._workflow_fn = _register(name)
+        self._job_fn = _register_jobs()
 
     # ----------------------------------------------------------------------------------------------------
     # Public API
@@ -644,6 +678,85 @@ class DurableAgent(Agent):
             deps=self.deps,
         )
 
+    async def _ask(
+        self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest, *, streaming: bool
+    ) -> AsyncIterator[AgentEvent | ModelResponse]:
+        jobs, conversation = self.jobs, ctx.conversation_id
+        if jobs is not None and conversation is not None and _in_workflow():
+            # Jobs of this conversation that finished since the last request: their results join it.
+            user = ctx.user_id or ""
+
+            async def take() -> list[dict[str, Any]]:
+                return await jobs.take_finished(user, conversation)
+
+            finished = await _step(None, "toolrun.jobs.deliver", take)
+            if finished:
+                run.messages.extend(UserMessage(content=_job_note(job)) for job in finished)
+                request = ModelRequest(run.messages, tools=request.tools, settings=request.settings)
+        async for item in super()._ask(run, ctx, request, streaming=streaming):
+            yield item
+
+    async def _job(
+        self,
+        call: ToolCall,
+        ctx: ToolContext[Any],
+        tool_name: str,
+        reserved: tuple[Any, Any] | None,
+        starts: list[Callable[[], Awaitable[None]]],
+    ) -> ToolResult:
+        """Start a background job for `call` (once the executor's front gates would let it run)."""
+        jobs = self.jobs
+        tool = self._steps.inner.registry.find(tool_name)
+        if jobs is None or tool is None or not _may_start(tool, call, ctx):
+            # not allowed, or arguments it cannot take: the executor answers as for any call
+            return await self._steps._twice(call, lambda: self._steps.inner.execute(call, ctx), reserved)
+        job_id = "job_" + idempotency_key(ctx.run_id or "", call.id)[5:29]
+
+        async def create() -> bool:
+            try:
+                await jobs.create(
+                    job_id,
+                    user_id=ctx.user_id or "",
+                    tool=tool_name,
+                    conversation_id=ctx.conversation_id,
+                    run_id=ctx.run_id,
+                )
+            except JobLimitError:
+                return False
+            return True
+
+        if not await _step(reserved and reserved[0], f"toolrun.job.create:{tool_name}", create):
+            return _errors.fail(
+                call.id,
+                tool_name,
+                ErrorCode.RATE_LIMITED,
+                f"Too many background jobs are running for this user (at most {jobs.max_running_per_user}).",
+                retryable=True,
+                recover_action="Tell the user; start it again once a job has finished.",
+            )
+        payload = {
+            "agent": self.name,
+            "job_id": job_id,
+            "call": call.to_dict(),
+            "context": _context_data(ctx),
+            "run_id": ctx.run_id,
+        }
+
+        async def start() -> None:
+            with SetWorkflowID(job_id):
+                await DBOS.start_workflow_async(self._job_fn, payload)
+
+        starts.append(start)
+        return ToolResult.ok(
+            {"job_id": job_id, "status": "running"},
+            message=(
+                f"Started background job {job_id} ({tool_name}). It runs on its own; its result will be "
+                "given to you in a later turn. Tell the user it has started."
+            ),
+            call_id=call.id,
+            tool_name=tool_name,
+        )
+
     # Store reads that decide what the loop does are steps too: a replay must take the same path even
     # when the store has changed since (a confirmation consumed by the approval that followed).
 
@@ -716,6 +829,86 @@ def _register(name: str) -> Callable[[dict[str, Any]], Coroutine[Any, Any, dict[
         workflow.__qualname__ = workflow.__name__ = f"durable_agent_{name}"
         _WORKFLOWS[name] = DBOS.workflow(name=f"toolrun.agent.{name}")(workflow)
     return _WORKFLOWS[name]
+
+
+def _register_jobs() -> Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]:
+    """The DBOS workflow of background jobs (registered once per process)."""
+    key = "\x00jobs"
+    if key not in _WORKFLOWS:
+
+        async def background_job(payload: dict[str, Any]) -> dict[str, Any]:
+            return await _run_job(payload)
+
+        _WORKFLOWS[key] = DBOS.workflow(name="toolrun.job")(background_job)
+    return _WORKFLOWS[key]
+
+
+async def _run_job(payload: dict[str, Any]) -> dict[str, Any]:
+    """One background job: the call as a step (interrupted: run again only if idempotent), its result
+    stored; a cancel in the store stops the tool within a quarter of a second."""
+    agent = _AGENTS[payload["agent"]]
+    jobs = agent.jobs
+    if jobs is None:
+        raise RuntimeError(f"DurableAgent {agent.name!r} has no job store in this process.")
+    job_id = payload["job_id"]
+    call = ToolCall.from_dict(payload["call"])
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        with contextlib.suppress(Exception):
+            await jobs.progress(job_id, progress, total, message)
+
+    ctx = agent._restore_context(payload["context"]).evolve(
+        run_id=payload.get("run_id"),
+        deadline=None,  # the run's deadline is not the job's: the tool's own timeout bounds it
+        idempotency_key=idempotency_key(job_id, call.id),
+        progress=report,
+    )
+
+    async def run() -> ToolResult:
+        task = asyncio.ensure_future(agent._steps.inner.execute(call, ctx))
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.25)
+            if not task.done() and await jobs.status(job_id) == "cancelled":
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+                return _errors.fail(
+                    call.id,
+                    call.name,
+                    ErrorCode.EXECUTION_FAILED,
+                    "The user cancelled the job before it finished; it may have done part of its work.",
+                    details={"cancelled": True},
+                )
+        return task.result()
+
+    result = await agent._steps._twice(call, run, None)
+
+    async def finish() -> bool:
+        await jobs.finish(job_id, result)
+        return True
+
+    await _step(None, "toolrun.job.finish", finish)
+    return result.to_dict()
+
+
+def _may_start(tool: Any, call: ToolCall, ctx: ToolContext[Any]) -> bool:
+    """Whether the executor's front gates (access, arguments) would let the call run."""
+    if ctx.allowed_tools is not None and tool.name not in ctx.allowed_tools:
+        return False
+    if tool.options.roles is not None and not tool.options.roles & set(ctx.roles):
+        return False
+    try:
+        tool.validate(call.arguments)
+    except Exception:
+        return False
+    return True
+
+
+def _job_note(job: Mapping[str, Any]) -> str:
+    """A finished job's result, as the message the model reads."""
+    data = job.get("result")
+    text = ToolResult.from_dict(data).render() if isinstance(data, dict) else "(no result)"
+    return f"[Background job {job['id']} ({job['tool']}) {job['status']}] {text}"
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -146,6 +146,9 @@ class ToolOptions:
     """Never run concurrently with other calls of the same batch."""
     examples: tuple[ToolExample, ...] = ()
     """Worked examples, validated at definition time."""
+    background: bool = False
+    """A long-running tool: in a durable run (`toolrun.integrations.dbos`) a call starts a job and
+    returns its handle at once; the result reaches the model in a later turn. Elsewhere it runs inline."""
     coerce: bool = False
     """Read arguments leniently (Pydantic's lax mode: `"5"` → 5, `"yes"` → True, `true` → 1) instead of
     taking JSON types strictly. Unknown fields and non-finite numbers are refused either way."""
@@ -174,6 +177,7 @@ class ToolOptionsKwargs(TypedDict, total=False):
     sequential: bool
     examples: Iterable[ToolExample | Mapping[str, Any]]
     coerce: bool
+    background: bool
     title: str | None
     cache_scope: CacheScope | None
 
@@ -258,6 +262,11 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
             )
         values[name] = frozenset(raw)
 
+    if values.get("background") and values.get("requires_confirmation"):
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: a background tool cannot wait for a confirmation (its job starts at "
+            "once); drop background=True, or split the confirmed step into its own tool."
+        )
     values["examples"] = tuple(ToolExample.coerce(e) for e in values.get("examples", ()) or ())
     if not isinstance(values.get("coerce", False), bool):
         raise ToolDefinitionError(f"Tool {tool_name!r}: coerce must be True or False.")
