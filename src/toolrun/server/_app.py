@@ -24,7 +24,18 @@ from toolrun.server._service import ChatService
 from toolrun.server._settings import Settings
 from toolrun.server._state import ServerState
 from toolrun.server._users import UserStore
-from toolrun.server.routes import ag_ui, ai_sdk, chat, confirmations, conversations, health, tasks, tools, web
+from toolrun.server.routes import (
+    ag_ui,
+    ai_sdk,
+    chat,
+    confirmations,
+    conversations,
+    health,
+    jobs,
+    tasks,
+    tools,
+    web,
+)
 from toolrun.store.sql import SQLCache, SQLConfirmationStore, SQLRateLimitStore
 from toolrun.tools import Tool
 
@@ -37,6 +48,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     conversations.router,
     tools.router,
     tasks.router,
+    jobs.router,
     ag_ui.router,
     ai_sdk.router,
     web.router,
@@ -182,6 +194,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.toolrun = state
+    app.state.toolrun_jobs = durable.jobs if durable is not None else None
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from toolrun.agent import AgentRun
-from toolrun.integrations.dbos import DurableAgent, ExecutorLease, dbos_config
+from toolrun.integrations.dbos import DurableAgent, ExecutorLease, JobStore, dbos_config
 from toolrun.server import _db
 from toolrun.server._service import ChatService, _Job
 from toolrun.server._settings import Settings
@@ -47,10 +47,13 @@ class DurableRuntime:
         else:
             self.executor_id = f"{socket.gethostname()}-{os.getpid()}"
         self._lease: ExecutorLease | None = None
+        if settings.is_sqlite:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.jobs = JobStore(self.database_url, max_running_per_user=settings.max_jobs_per_user)
 
     def agent(self, *args: Any, **kwargs: Any) -> DurableAgent:
         """The chat agent (`Agent`'s arguments), its recovered runs stored by `store_recovered`."""
-        return DurableAgent(*args, name="chat", on_state=self.store_recovered, **kwargs)
+        return DurableAgent(*args, name="chat", on_state=self.store_recovered, jobs=self.jobs, **kwargs)
 
     def bind(self, service: ChatService) -> None:
         self.service = service
@@ -59,8 +62,6 @@ class DurableRuntime:
         """Launch DBOS (from inside the app's event loop: recovered runs run on it) and the lease."""
         from dbos import DBOS
 
-        if self.settings.is_sqlite:
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         DBOS(config=dbos_config(self.database_url, executor_id=self.executor_id, polling_interval=0.2))
         DBOS.launch()
         self._lease = ExecutorLease(
@@ -74,6 +75,7 @@ class DurableRuntime:
         if self._lease is not None:
             self._lease.stop()
         DBOS.destroy()
+        self.jobs.close()
 
     async def store_recovered(self, run: AgentRun, ctx: ToolContext[Any]) -> None:
         """Store the state of a run nobody in this process follows, as `ChatService` stores its own."""

@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     durable_executor_id: str | None = None
     """This process's DBOS executor id; a process restarted with the same id finishes its runs at launch.
     Default: `local` on SQLite (one host); `<host>-<pid>` on PostgreSQL (each process its own)."""
+    max_jobs_per_user: int = Field(default=5, ge=1)
+    """With `durable=dbos`: background jobs one user may have running at once."""
     durable_lease_seconds: float = Field(default=30.0, gt=0)
     """With `durable=dbos`: a process silent this long is taken for dead, and one live process finishes
     its runs."""
