@@ -277,3 +277,23 @@ async def _job_in(jobs: JobStore, job_id: str, status: str) -> Any:
 async def _job_with_result(jobs: JobStore, job_id: str, user: str) -> Any:
     job = await jobs.get(job_id, user)
     return job if job is not None and job["result"] else None
+
+
+async def test_a_failing_model_request_fails_the_run_readably(dbos_sqlite: None) -> None:
+    from toolrun.models import ProviderUnavailableError
+
+    agent = DurableAgent(
+        ScriptedModel([ProviderUnavailableError("down", provider="x")]), ToolRegistry(), name="f"
+    )
+    run = await agent.run("hi")
+    assert run.status == "failed"
+    assert run.error is not None
+    assert "ProviderUnavailableError" in run.error
+
+
+def test_async_database_urls_become_dbos_urls() -> None:
+    from toolrun.integrations.dbos import sync_url
+
+    assert sync_url("postgresql+asyncpg://u:p@h:5432/db") == "postgresql://u:p@h:5432/db"
+    assert sync_url("sqlite+aiosqlite:///./x.db") == "sqlite:///./x.db"
+    assert dbos_config("sqlite+aiosqlite:///x.db", executor_id="w1")["executor_id"] == "w1"
