@@ -70,6 +70,9 @@ async def test_a_run_is_a_workflow_of_model_and_tool_steps(dbos_sqlite: None) ->
         "toolrun.tool:add_note",
         "toolrun.model.request",
     ]
+    # the run's final state is published just before its workflow returns
+    result = await (await DBOS.retrieve_workflow_async(run.run_id)).get_result()
+    assert result["output"] == "Saved."
     status = await DBOS.get_workflow_status_async(run.run_id)
     assert status is not None
     assert status.status == "SUCCESS"

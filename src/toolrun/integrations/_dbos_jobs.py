@@ -35,7 +35,7 @@ class JobStore:
     """
 
     def __init__(self, database_url: str, *, max_running_per_user: int = 5) -> None:
-        from toolrun.integrations.dbos import sync_url
+        from toolrun.integrations._dbos_steps import sync_url
 
         if max_running_per_user < 1:
             raise ValueError("max_running_per_user must be at least 1.")

@@ -50,31 +50,38 @@ import contextlib
 import hashlib
 import json
 import secrets
-import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from toolrun.agent import Agent, AgentEvent, AgentRun, PendingConfirmation, RunFinished
 from toolrun.integrations._dbos_jobs import JobLimitError, JobStore
+from toolrun.integrations._dbos_lease import ExecutorLease
+from toolrun.integrations._dbos_steps import ModelStepFailed, StepModel, interrupted, sync_url
+from toolrun.integrations._dbos_steps import in_workflow as _in_workflow
+from toolrun.integrations._dbos_steps import step as _step
 from toolrun.models import (
-    FinalResponse,
     Message,
     Model,
     ModelRequest,
     ModelResponse,
-    StreamEvent,
     UserMessage,
 )
-from toolrun.models import TextDelta as ModelTextDelta
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor, _errors
 from toolrun.tools import ToolCall, ToolContext
 
-__all__ = ["DurableAgent", "ExecutorLease", "JobStore", "dbos_config", "idempotency_key"]
+__all__ = [
+    "DurableAgent",
+    "ExecutorLease",
+    "JobStore",
+    "ModelStepFailed",
+    "dbos_config",
+    "idempotency_key",
+    "interrupted",
+    "sync_url",
+]
 
 _STATE = "toolrun.run."
 """Event keys `toolrun.run.1`, `.2`, ...: the run's state each time it pauses, and at its end."""
@@ -86,7 +93,6 @@ _WAIT_SLICE = 30.0
 _AGENTS: dict[str, DurableAgent] = {}
 _WORKFLOWS: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]] = {}
 _LISTENERS: dict[str, list[asyncio.Queue[AgentEvent]]] = {}
-_LOCAL_ERRORS: dict[str, BaseException] = {}
 
 
 def dbos_config(
@@ -129,140 +135,10 @@ def dbos_config(
     return config
 
 
-def sync_url(database_url: str) -> str:
-    """The URL with its async driver dropped (DBOS opens its own synchronous connections)."""
-    url = sa.make_url(database_url)
-    if url.drivername.startswith("postgresql"):
-        url = url.set(drivername="postgresql")
-    elif url.drivername.startswith("sqlite"):
-        url = url.set(drivername="sqlite")
-    return url.render_as_string(hide_password=False)
-
-
 def idempotency_key(run_id: str, call_id: str) -> str:
     """The idempotency key of one tool call of one run: the same on every retry of that call."""
     digest = hashlib.sha256(f"{run_id}\x00{call_id}".encode("utf-8", "surrogatepass")).hexdigest()
     return f"idem_{digest[:40]}"
-
-
-def _in_workflow() -> bool:
-    """Whether this code runs as workflow code (in a workflow, not inside one of its steps)."""
-    return DBOS.workflow_id is not None and DBOS.step_id is None
-
-
-def interrupted(call_id: str, tool_name: str) -> ToolResult:
-    """The result of a non-idempotent call whose process stopped while it ran: it is not run again."""
-    return _errors.fail(
-        call_id,
-        tool_name,
-        ErrorCode.TIMEOUT,
-        f"The tool {tool_name!r} was interrupted before it finished (its process stopped). It may or may "
-        "not have taken effect.",
-        retryable=False,
-        recover_action="Do not call it again blindly: check whether it took effect first, or ask the user.",
-        details={"interrupted": True},
-    )
-
-
-async def _step(reservation: Any, name: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-    """Run `fn` as a DBOS step named `name` (at a reserved step id when given one)."""
-    if reservation is not None:
-        return await reservation.run_async({"name": name}, fn)
-    return await DBOS.run_step_async({"name": name}, fn)
-
-
-# --------------------------------------------------------------------------------------------------------
-# The model: each request a step
-
-
-class _StepModel:
-    """A model whose requests are DBOS steps when made from workflow code (else the model itself)."""
-
-    def __init__(self, inner: Model) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        if not _in_workflow():
-            return await self.inner.request(request)
-        token = secrets.token_hex(8)
-
-        async def ask() -> dict[str, Any]:
-            try:
-                return {"response": (await self.inner.request(request)).to_dict()}
-            except Exception as exc:
-                return _failed(token, exc)
-
-        return _response(await _step(None, "toolrun.model.request", ask), token)
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        if not _in_workflow():
-            async with contextlib.aclosing(cast(Any, self.inner.stream(request))) as events:
-                async for event in events:
-                    yield event
-            return
-        # The step streams into a queue as the model answers; a replayed step (already recorded) puts
-        # nothing there and only gives its response.
-        token = secrets.token_hex(8)
-        queue: asyncio.Queue[ModelTextDelta] = asyncio.Queue()
-
-        async def ask() -> dict[str, Any]:
-            try:
-                response: ModelResponse | None = None
-                async with contextlib.aclosing(cast(Any, self.inner.stream(request))) as events:
-                    async for event in events:
-                        if isinstance(event, ModelTextDelta):
-                            queue.put_nowait(event)
-                        elif isinstance(event, FinalResponse):
-                            response = event.response
-                if response is None:
-                    raise RuntimeError("The model's stream ended without a final response.")
-                return {"response": response.to_dict()}
-            except Exception as exc:
-                return _failed(token, exc)
-
-        reservation = DBOS.reserve_step()
-        task = asyncio.ensure_future(_step(reservation, "toolrun.model.stream", ask))
-        try:
-            while not task.done():
-                getter = asyncio.ensure_future(queue.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-            while not queue.empty():
-                yield queue.get_nowait()
-            data = task.result()
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-        yield FinalResponse(response=_response(data, token))
-
-
-def _failed(token: str, exc: Exception) -> dict[str, Any]:
-    """A failed model request, as its step records it (the exception itself stays in this process)."""
-    _LOCAL_ERRORS[token] = exc
-    return {"error": type(exc).__name__}
-
-
-def _response(data: Mapping[str, Any], token: str) -> ModelResponse:
-    if "response" in data:
-        return ModelResponse.from_dict(data["response"])
-    exc = _LOCAL_ERRORS.pop(token, None)
-    if exc is not None:
-        raise exc
-    raise ModelStepFailed(str(data.get("error", "error")))
-
-
-class ModelStepFailed(RuntimeError):
-    """A model request that failed before the process stopped, replayed from its record (the original
-    exception is gone with the process; the run ends `failed`, as it did the first time)."""
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -474,7 +350,7 @@ class DurableAgent(Agent):
         self.deps = deps
         self.on_state = on_state
         self.jobs = jobs
-        self.model = _StepModel(self.model)
+        self.model = StepModel(self.model)
         self._steps = _StepExecutor(self.executor, self)
         self.executor = self._steps
         self.decision_timeout = (
@@ -940,87 +816,3 @@ async def _until_finished(queue: asyncio.Queue[AgentEvent]) -> AsyncIterator[Age
         yield event
         if isinstance(event, RunFinished):
             return
-
-
-# --------------------------------------------------------------------------------------------------------
-# Runs of processes that died
-
-
-class ExecutorLease:
-    """Finish the runs of processes that died: every process renews a lease on its DBOS executor id; a
-    process whose lease ran out has its pending runs recovered by one live process (DBOS re-queues them,
-    and one process takes each).
-
-    ```python
-    lease = ExecutorLease(database_url, executor_id="web-1", seconds=30)
-    lease.start()      # after DBOS.launch(); lease.stop() before DBOS.destroy()
-    ```
-
-    Args:
-        database_url: Where the leases live (the DBOS system database will do): sync or async URL.
-        executor_id: This process's DBOS executor id (as in `dbos_config`).
-        seconds: How long a lease lasts; renewed every third of it.
-    """
-
-    def __init__(self, database_url: str, *, executor_id: str, seconds: float = 30.0) -> None:
-        if not seconds > 0:
-            raise ValueError("seconds must be positive.")
-        self.executor_id = executor_id
-        self.seconds = seconds
-        self._engine = sa.create_engine(sync_url(database_url))
-        self._table = sa.Table(
-            "toolrun_executor_leases",
-            sa.MetaData(),
-            sa.Column("executor_id", sa.String(200), primary_key=True),
-            sa.Column("until", sa.Float, nullable=False),
-        )
-        self._table.metadata.create_all(self._engine)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Take the lease and start renewing it (and recovering others') in a background thread."""
-        self.tick()
-        self._thread = threading.Thread(target=self._loop, name="toolrun-executor-lease", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop renewing, and give the lease up (a clean shutdown leaves no runs behind to recover)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        with self._engine.begin() as db:
-            db.execute(sa.delete(self._table).where(self._table.c.executor_id == self.executor_id))
-        self._engine.dispose()
-
-    def tick(self) -> list[str]:
-        """Renew this lease once and recover the runs of expired ones; the executor ids recovered."""
-        now = time.time()
-        t = self._table
-        with self._engine.begin() as db:
-            renewed = db.execute(
-                sa.update(t).where(t.c.executor_id == self.executor_id).values(until=now + self.seconds)
-            ).rowcount
-            if not renewed:
-                db.execute(sa.insert(t).values(executor_id=self.executor_id, until=now + self.seconds))
-            expired = db.execute(
-                sa.select(t.c.executor_id, t.c.until).where(
-                    t.c.until < now, t.c.executor_id != self.executor_id
-                )
-            ).all()
-        taken: list[str] = []
-        for executor_id, until in expired:
-            with self._engine.begin() as db:
-                # Of several live processes, the one whose delete matches takes the dead one's runs.
-                gone = db.execute(
-                    sa.delete(t).where(t.c.executor_id == executor_id, t.c.until == until)
-                ).rowcount
-            if gone:
-                DBOS._recover_pending_workflows([executor_id])
-                taken.append(executor_id)
-        return taken
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.seconds / 3):
-            with contextlib.suppress(Exception):  # a database blip: try again next time
-                self.tick()
