@@ -32,6 +32,7 @@ from toolrun.server.routes import (
     confirmations,
     conversations,
     health,
+    jobs,
     tasks,
     tools,
     web,
@@ -49,6 +50,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     conversations.router,
     tools.router,
     tasks.router,
+    jobs.router,
     ag_ui.router,
     ai_sdk.router,
     web.router,
@@ -125,7 +127,14 @@ def create_app(
     )
     chosen, model_name, demo = _model(settings, model)
     instructions = settings.instructions or INSTRUCTIONS.format(today=datetime.now(UTC).date().isoformat())
-    agent = Agent(
+    durable = None
+    build_agent: Any = Agent
+    if settings.durable == "dbos":  # runs as DBOS workflows (imports dbos only when asked for)
+        from toolrun.server._durable import DurableRuntime
+
+        durable = DurableRuntime(settings)
+        build_agent = durable.agent
+    agent = build_agent(
         chosen,
         registry,
         executor=executor,
@@ -159,12 +168,19 @@ def create_app(
         closers=closers,
     )
 
+    if durable is not None:
+        durable.bind(service)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if durable is not None:
+            durable.start()
         try:
             yield
         finally:
             await service.aclose(grace=settings.run_timeout)
+            if durable is not None:
+                durable.stop()
             await audit.aclose()
             await executor.aclose()
             if github is None:
@@ -181,6 +197,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.toolrun = state
+    app.state.toolrun_jobs = durable.jobs if durable is not None else None
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

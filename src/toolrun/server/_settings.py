@@ -10,6 +10,7 @@ import hmac
 import os
 import secrets
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -65,6 +66,20 @@ class Settings(BaseSettings):
     """Open MCP sessions (at `/mcp`) one user may hold; one more is refused with 429, for that user only."""
     mcp_session_idle_timeout: float = Field(default=600.0, gt=0)
     """Seconds an MCP session may stay unused before it is closed and its place freed."""
+    durable: Literal["off", "dbos"] = "off"
+    """`dbos`: every chat run is a DBOS workflow (`toolrun.integrations.dbos`, the `dbos` extra): a run that
+    a killed process left is finished by the process restarted, or by another one (docs/durable.md)."""
+    durable_database_url: str | None = None
+    """DBOS's system database (a sync or async SQLAlchemy URL). Default: SQLite `<data_dir>/dbos.sqlite`
+    beside a SQLite service database; the service's own database (schema `dbos`) on PostgreSQL."""
+    durable_executor_id: str | None = None
+    """This process's DBOS executor id; a process restarted with the same id finishes its runs at launch.
+    Default: `local` on SQLite (one host); `<host>-<pid>` on PostgreSQL (each process its own)."""
+    max_jobs_per_user: int = Field(default=5, ge=1)
+    """With `durable=dbos`: background jobs one user may have running at once."""
+    durable_lease_seconds: float = Field(default=30.0, gt=0)
+    """With `durable=dbos`: a process silent this long is taken for dead, and one live process finishes
+    its runs."""
     token_cache_seconds: float = Field(default=5.0, ge=0)
     """How long a process trusts a checked API token before asking the database again (revocations take
     effect within this many seconds)."""

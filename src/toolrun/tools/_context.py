@@ -97,6 +97,10 @@ class ToolContext(Generic[DepsT]):
     """Anything else the application wants to hand to tools."""
     progress: ProgressReporter | None = None
     """Where `report_progress` sends a long tool's progress (set by the transport, e.g. the MCP server)."""
+    idempotency_key: str | None = None
+    """A key that stays the same when one call is run again (a durable run resumed after a crash), set by
+    `toolrun.integrations.dbos`: derived from the run id and the call id. Pass it to the outside system
+    (an `Idempotency-Key` header, a unique column) so a repeated call has no further effect."""
 
     def __post_init__(self) -> None:
         # Exact types pass untouched (the common case costs two type checks). Anything else is made into

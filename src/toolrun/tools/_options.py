@@ -169,6 +169,9 @@ class ToolOptions:
     """Calls of this tool allowed per run (counted on the context's `ToolBudget`, which an `Agent` run
     always has; without a budget, on the context's `run_id`). Past it the call does not start and the
     model gets `BUDGET_EXCEEDED` (`details["limit"] == "tool"`) and may go on without it."""
+    background: bool = False
+    """A long-running tool: in a durable run (`toolrun.integrations.dbos`) a call starts a job and
+    returns its handle at once; the result reaches the model in a later turn. Elsewhere it runs inline."""
     coerce: bool = False
     """Read arguments leniently (Pydantic's lax mode: `"5"` → 5, `"yes"` → True, `true` → 1) instead of
     taking JSON types strictly. Unknown fields and non-finite numbers are refused either way."""
@@ -197,6 +200,7 @@ class ToolOptionsKwargs(TypedDict, total=False):
     sequential: bool
     examples: Iterable[ToolExample | Mapping[str, Any]]
     coerce: bool
+    background: bool
     title: str | None
     cache_scope: CacheScope | None
     preview: PreviewFunction | None
@@ -297,6 +301,11 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
             f"Tool {tool_name!r}: max_calls must be a whole number >= 1 (calls per run), or None."
         )
 
+    if values.get("background") and values.get("requires_confirmation"):
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: a background tool cannot wait for a confirmation (its job starts at "
+            "once); drop background=True, or split the confirmed step into its own tool."
+        )
     values["examples"] = tuple(ToolExample.coerce(e) for e in values.get("examples", ()) or ())
     if not isinstance(values.get("coerce", False), bool):
         raise ToolDefinitionError(f"Tool {tool_name!r}: coerce must be True or False.")

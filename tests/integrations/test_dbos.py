@@ -1,0 +1,319 @@
+"""DurableAgent in one process: runs as DBOS workflows, steps recorded, approvals as durable waits."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos import DBOS
+
+from toolrun import ToolCall, ToolContext, ToolRegistry, tool
+from toolrun.agent import ConfirmationRequired, RunFinished, TextDelta, ToolCallFinished
+from toolrun.integrations.dbos import DurableAgent, JobStore, dbos_config, idempotency_key
+from toolrun.models import ScriptedModel, UserMessage
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def dbos_sqlite(tmp_path: Path) -> AsyncIterator[None]:
+    DBOS(config=dbos_config(f"sqlite:///{tmp_path}/dbos.sqlite", polling_interval=0.02))
+    DBOS.launch()
+    try:
+        yield
+    finally:
+        DBOS.destroy()
+
+
+def _agent(name: str, script: list[Any], calls: list[str], keys: list[str | None]) -> DurableAgent:
+    registry = ToolRegistry()
+
+    @registry.register
+    @tool
+    async def add_note(text: str, *, ctx: ToolContext) -> dict[str, str]:
+        """Add a note."""
+        calls.append(text)
+        keys.append(ctx.idempotency_key)
+        return {"saved": text}
+
+    @registry.register
+    @tool(destructive=True)
+    async def delete_note(text: str, *, ctx: ToolContext) -> str:
+        """Delete a note."""
+        calls.append(f"deleted {text}")
+        keys.append(ctx.idempotency_key)
+        return "deleted"
+
+    return DurableAgent(ScriptedModel(script), registry, name=name)
+
+
+async def test_a_run_is_a_workflow_of_model_and_tool_steps(dbos_sqlite: None) -> None:
+    calls: list[str] = []
+    keys: list[str | None] = []
+    agent = _agent(
+        "notes_a",
+        [ToolCall(id="c1", name="add_note", arguments={"text": "milk"}), "Saved."],
+        calls,
+        keys,
+    )
+    run = await agent.run("note milk", context=ToolContext(user_id="u1"))
+    assert run.status == "completed", run.error
+    assert run.output == "Saved."
+    assert calls == ["milk"]
+    assert keys == [idempotency_key(run.run_id, "c1")]
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(run.run_id)]
+    assert steps[:4] == [
+        "toolrun.model.request",
+        "toolrun.tool.begin:add_note",
+        "toolrun.tool:add_note",
+        "toolrun.model.request",
+    ]
+    # the run's final state is published just before its workflow returns
+    result = await (await DBOS.retrieve_workflow_async(run.run_id)).get_result()
+    assert result["output"] == "Saved."
+    status = await DBOS.get_workflow_status_async(run.run_id)
+    assert status is not None
+    assert status.status == "SUCCESS"
+
+
+async def test_starting_a_run_id_twice_is_one_run(dbos_sqlite: None) -> None:
+    calls: list[str] = []
+    agent = _agent("notes_b", [ToolCall(id="c1", name="add_note", arguments={"text": "x"}), "ok"], calls, [])
+    first = await agent.start("x", run_id="run_same")
+    second = await agent.start("x", run_id="run_same")
+    assert first == second == "run_same"
+    run = await agent.wait("run_same")
+    assert run.status == "completed"
+    assert calls == ["x"]
+
+
+async def test_an_approval_is_a_durable_wait_then_runs_once(dbos_sqlite: None) -> None:
+    calls: list[str] = []
+    agent = _agent(
+        "notes_c",
+        [ToolCall(id="d1", name="delete_note", arguments={"text": "old"}), "Deleted it."],
+        calls,
+        [],
+    )
+    alice = ToolContext(user_id="alice")
+    run = await agent.run("delete old", context=alice)
+    assert run.status == "awaiting_confirmation"
+    assert calls == []
+    status = await DBOS.get_workflow_status_async(run.run_id)
+    assert status is not None
+    assert status.status == "PENDING"  # the workflow itself waits
+    cid = run.pending[0].confirmation_id
+    with pytest.raises(ValueError, match="this user"):
+        await agent.resume(run, {cid: True}, context=ToolContext(user_id="mallory"))
+    with pytest.raises(ValueError, match="No pending"):
+        await agent.resume(run, {"nope": True}, context=alice)
+    done = await agent.resume(run, {cid: True}, context=alice)
+    assert done.status == "completed", done.error
+    assert done.output == "Deleted it."
+    assert calls == ["deleted old"]
+    # single use: the run is over, nothing waits for a second decision
+    with pytest.raises(ValueError, match="not waiting"):
+        await agent.resume(run, {cid: True}, context=alice)
+    assert calls == ["deleted old"]
+
+
+async def test_a_denial_reaches_the_model_and_nothing_runs(dbos_sqlite: None) -> None:
+    calls: list[str] = []
+    agent = _agent(
+        "notes_d",
+        [ToolCall(id="d1", name="delete_note", arguments={"text": "old"}), "Kept it."],
+        calls,
+        [],
+    )
+    run = await agent.run("delete old", context=ToolContext(user_id="u"))
+    done = await agent.resume(run, {run.pending[0].confirmation_id: False}, context=ToolContext(user_id="u"))
+    assert done.status == "completed"
+    assert calls == []
+    assert done.tool_calls[0].result.error is not None
+    assert done.tool_calls[0].result.error.code == "CONFIRMATION_DENIED"
+
+
+async def test_stream_yields_live_events_of_the_workflow(dbos_sqlite: None) -> None:
+    calls: list[str] = []
+    agent = _agent(
+        "notes_e",
+        [ToolCall(id="d1", name="delete_note", arguments={"text": "a"}), "Done deleting."],
+        calls,
+        [],
+    )
+    ctx = ToolContext(user_id="u")
+    events = [e async for e in agent.stream("go", context=ctx)]
+    assert isinstance(events[-1], RunFinished)
+    paused = events[-1].run
+    assert paused.status == "awaiting_confirmation"
+    assert any(isinstance(e, ConfirmationRequired) for e in events)
+    more = [
+        e async for e in agent.stream_resume(paused, {paused.pending[0].confirmation_id: True}, context=ctx)
+    ]
+    assert any(isinstance(e, ToolCallFinished) and e.result.status == "ok" for e in more)
+    assert "".join(e.text for e in more if isinstance(e, TextDelta)) == "Done deleting."
+    assert isinstance(more[-1], RunFinished)
+    assert more[-1].run.status == "completed"
+    assert calls == ["deleted a"]
+
+
+def test_planner_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="native"):
+        DurableAgent(ScriptedModel(["x"]), ToolRegistry(), name="p", mode="planner")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Background jobs
+
+
+async def _until(check: Any, timeout: float = 20) -> Any:
+    """Poll an async check until it returns something truthy (observable state, not a sleep)."""
+    import asyncio
+
+    async with asyncio.timeout(timeout):
+        while not (value := await check()):
+            await asyncio.sleep(0.02)
+    return value
+
+
+def _job_agent(name: str, script: list[Any], tmp_path: Path, *, limit: int = 5) -> tuple[DurableAgent, Any]:
+    import asyncio
+
+    gate = asyncio.Event()
+    cancelled: list[int] = []
+    registry = ToolRegistry()
+
+    @registry.register
+    @tool(background=True, timeout=30)
+    async def crunch(n: int, *, ctx: ToolContext) -> dict[str, int]:
+        """Crunch numbers for a long time."""
+        await ctx.report_progress(1, total=2, message="halfway")
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            cancelled.append(n)
+            raise
+        return {"sum": n * 2}
+
+    jobs = JobStore(f"sqlite:///{tmp_path}/jobs.sqlite", max_running_per_user=limit)
+    agent = DurableAgent(ScriptedModel(script), registry, name=name, jobs=jobs)
+    return agent, (gate, cancelled, jobs)
+
+
+async def test_a_background_tool_starts_a_job_whose_result_reaches_the_next_turn(
+    dbos_sqlite: None, tmp_path: Path
+) -> None:
+    model_script = [
+        ToolCall(id="j1", name="crunch", arguments={"n": 21}),
+        "It has started.",
+        "The sum is 42.",
+    ]
+    agent, (gate, _, jobs) = _job_agent("jobs_a", model_script, tmp_path)
+    alice = ToolContext(user_id="alice", conversation_id="conv1")
+    first = await agent.run("crunch 21", context=alice)
+    assert first.status == "completed"
+    value = first.tool_calls[0].result.value
+    job_id = value["job_id"]
+    assert value["status"] == "running"
+    job = await _until(lambda: _job_with_progress(jobs, job_id))
+    assert job["progress"] == {"progress": 1, "total": 2, "message": "halfway"}
+    assert job["status"] == "running"
+    assert await jobs.get(job_id, "mallory") is None  # someone else's job is not there
+    assert [j["id"] for j in await jobs.list_jobs("alice")] == [job_id]
+    gate.set()
+    done = await _until(lambda: _job_in(jobs, job_id, "completed"))
+    assert done["result"]["value"] == {"sum": 42}
+    second = await agent.run([*first.messages, UserMessage(content="done yet?")], context=alice)
+    assert second.output == "The sum is 42."
+    notes = [m.content for m in second.messages if isinstance(m, UserMessage) and m.content.startswith("[")]
+    assert notes == [f'[Background job {job_id} (crunch) completed] {{"sum":42}}']
+    assert agent.model.inner.requests[-1].messages[-1].content == notes[0]  # the model saw it
+    # delivered once: a later turn does not repeat it
+    assert await jobs.take_finished("alice", "conv1") == []
+
+
+async def test_a_cancelled_job_stops_its_tool(dbos_sqlite: None, tmp_path: Path) -> None:
+    agent, (_, cancelled, jobs) = _job_agent(
+        "jobs_b", [ToolCall(id="j1", name="crunch", arguments={"n": 1}), "started"], tmp_path
+    )
+    run = await agent.run("go", context=ToolContext(user_id="bob"))
+    job_id = run.tool_calls[0].result.value["job_id"]
+    await _until(lambda: _job_with_progress(jobs, job_id))
+    assert await jobs.cancel(job_id, "mallory") is None  # not hers to cancel
+    assert (await jobs.cancel(job_id, "bob"))["status"] == "cancelled"
+    job = await _until(lambda: _job_with_result(jobs, job_id, "bob"))
+    assert job["status"] == "cancelled"
+    assert job["result"]["error"]["details"] == {"cancelled": True}
+    assert cancelled == [1]
+
+
+async def test_jobs_per_user_are_limited(dbos_sqlite: None, tmp_path: Path) -> None:
+    calls = [
+        ToolCall(id="j1", name="crunch", arguments={"n": 1}),
+        ToolCall(id="j2", name="crunch", arguments={"n": 2}),
+    ]
+    agent, (gate, _, _jobs) = _job_agent("jobs_c", [calls, "ok"], tmp_path, limit=1)
+    run = await agent.run("two", context=ToolContext(user_id="carol"))
+    # the two starts race: exactly one gets the user's only slot, whichever it is
+    results = sorted((r.result for r in run.tool_calls), key=lambda r: r.status)
+    refused, started = results
+    assert started.status == "ok"
+    assert refused.error is not None
+    assert refused.error.code == "RATE_LIMITED"
+    assert len(await _jobs.list_jobs("carol")) == 1
+    gate.set()
+    job_id = started.value["job_id"]
+    await _until(lambda: _job_with_result(_jobs, job_id, "carol"))
+
+
+async def _job_with_progress(jobs: JobStore, job_id: str) -> Any:
+    for job in await jobs.list_jobs("alice") + await jobs.list_jobs("bob"):
+        if job["id"] == job_id and job["progress"]:
+            return job
+    return None
+
+
+async def _job_in(jobs: JobStore, job_id: str, status: str) -> Any:
+    job = await jobs.get(job_id, "alice")
+    return job if job is not None and job["status"] == status and job["result"] else None
+
+
+async def _job_with_result(jobs: JobStore, job_id: str, user: str) -> Any:
+    job = await jobs.get(job_id, user)
+    return job if job is not None and job["result"] else None
+
+
+async def test_a_failing_model_request_fails_the_run_readably(dbos_sqlite: None) -> None:
+    from toolrun.models import ProviderUnavailableError
+
+    agent = DurableAgent(
+        ScriptedModel([ProviderUnavailableError("down", provider="x")]), ToolRegistry(), name="f"
+    )
+    run = await agent.run("hi")
+    assert run.status == "failed"
+    assert run.error is not None
+    assert "ProviderUnavailableError" in run.error
+
+
+def test_async_database_urls_become_dbos_urls() -> None:
+    from toolrun.integrations.dbos import sync_url
+
+    assert sync_url("postgresql+asyncpg://u:p@h:5432/db") == "postgresql://u:p@h:5432/db"
+    assert sync_url("sqlite+aiosqlite:///./x.db") == "sqlite:///./x.db"
+    assert dbos_config("sqlite+aiosqlite:///x.db", executor_id="w1")["executor_id"] == "w1"
+
+
+@pytest.mark.parametrize("value", ["no", "yes", 1, {"approve": False}, ("deny", "why"), None])
+def test_a_durable_decision_is_a_boolean_or_refused(value: object) -> None:
+    """The truthy-approval rule holds at this door too: "no" or a dict never approves; nothing is sent."""
+    from toolrun.agent import Approve, Deny
+    from toolrun.integrations.dbos import _decision
+
+    with pytest.raises(ValueError, match="must be True"):
+        _decision("conf_1", value)
+    assert _decision("conf_1", True) is True and _decision("conf_1", Approve()) is True
+    assert _decision("conf_1", False) is False and _decision("conf_1", Deny()) is False
+    with pytest.raises(ValueError, match="not carried"):
+        _decision("conf_1", Deny(reason="keep it"))

@@ -1,0 +1,114 @@
+"""`/api/v1/jobs` with `TOOLRUN_DURABLE=dbos`: a background tool's job through the API (the owner's only),
+its cancel, and its result in the next turn; without durable runs the routes answer empty / 404."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolrun import ToolCall, ToolContext, tool
+from toolrun.models import ScriptedModel
+
+from .conftest import Service, make_service, sqlite_settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+
+GATE: dict[str, asyncio.Event] = {}
+
+
+@tool(background=True, timeout=60)
+async def crunch(n: int, *, ctx: ToolContext) -> dict[str, int]:
+    """Crunch numbers for a long time."""
+    await ctx.report_progress(1, total=2, message="halfway")
+    await GATE[f"{n}"].wait()
+    return {"sum": n * 2}
+
+
+@pytest.fixture
+async def durable(tmp_path: Path) -> AsyncIterator[tuple[Service, ScriptedModel]]:
+    model = ScriptedModel(
+        [ToolCall(id="c1", name="crunch", arguments={"n": 21}), "Started.", "The sum is 42."]
+    )
+    settings = sqlite_settings(tmp_path, durable="dbos")
+    async for service in make_service(settings, model=model, extra_tools=[crunch]):
+        yield service, model
+
+
+def _job_id(response: dict[str, Any]) -> str:
+    """The job id the model was told about (the tool message names it)."""
+    said = next(m["content"] for m in response["messages"] if m["role"] == "tool")
+    match = re.match(r"Started background job (job_\w+) \(crunch\)", said)
+    assert match is not None, said
+    return match[1]
+
+
+async def _until(check: Any, timeout: float = 20) -> Any:
+    async with asyncio.timeout(timeout):
+        while not (value := await check()):
+            await asyncio.sleep(0.02)
+    return value
+
+
+async def test_a_job_through_the_api_and_into_the_next_turn(durable: tuple[Service, ScriptedModel]) -> None:
+    service, model = durable
+    GATE["21"] = asyncio.Event()
+    alice, bob = service.alice.http, service.bob.http
+    first = (await alice.post("/api/v1/chat", json={"message": "crunch 21"})).json()
+    assert first["status"] == "completed", first
+    job_id = _job_id(first)
+
+    async def progressed() -> Any:
+        job = (await alice.get(f"/api/v1/jobs/{job_id}")).json()
+        return job if job["progress"] else None
+
+    job = await _until(progressed)
+    assert job["status"] == "running"
+    assert job["progress"] == {"progress": 1, "total": 2, "message": "halfway"}
+    assert [j["id"] for j in (await alice.get("/api/v1/jobs")).json()["jobs"]] == [job_id]
+    # someone else's job is not there, for reading or cancelling
+    assert (await bob.get("/api/v1/jobs")).json() == {"jobs": []}
+    assert (await bob.get(f"/api/v1/jobs/{job_id}")).status_code == 404
+    assert (await bob.delete(f"/api/v1/jobs/{job_id}")).status_code == 404
+    GATE["21"].set()
+
+    async def finished() -> Any:
+        job = (await alice.get(f"/api/v1/jobs/{job_id}")).json()
+        return job if job["status"] == "completed" else None
+
+    assert (await _until(finished))["result"]["value"] == {"sum": 42}
+    second = (
+        await alice.post(
+            "/api/v1/chat", json={"message": "and?", "conversation_id": first["conversation_id"]}
+        )
+    ).json()
+    assert second["output"] == "The sum is 42."
+    seen = model.requests[-1].messages[-1].content
+    assert seen == f'[Background job {job_id} (crunch) completed] {{"sum":42}}'
+
+
+async def test_cancel_a_running_job(durable: tuple[Service, ScriptedModel]) -> None:
+    service, _ = durable
+    GATE["21"] = asyncio.Event()  # never set: only the cancel ends it
+    alice = service.alice.http
+    first = (await alice.post("/api/v1/chat", json={"message": "crunch 21"})).json()
+    job_id = _job_id(first)
+    assert (await alice.delete(f"/api/v1/jobs/{job_id}")).status_code == 202
+
+    async def stopped() -> Any:
+        job = (await alice.get(f"/api/v1/jobs/{job_id}")).json()
+        return job if job["result"] else None
+
+    job = await _until(stopped)
+    assert job["status"] == "cancelled"
+    assert job["result"]["error"]["details"] == {"cancelled": True}
+
+
+async def test_without_durable_runs_there_are_no_jobs(service: Service) -> None:
+    assert (await service.alice.http.get("/api/v1/jobs")).json() == {"jobs": []}
+    assert (await service.alice.http.get("/api/v1/jobs/job_x")).status_code == 404
+    assert (await service.alice.http.delete("/api/v1/jobs/job_x")).status_code == 404
