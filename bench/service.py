@@ -291,7 +291,16 @@ class Stacks:
         env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), **env_extra}
         if cpu is not None and (os.cpu_count() or 1) > 1:
             env["BENCH_SERVER_CPU"] = cpu
-        proc = self.spawn(name, [str(HERE / "_toolrun_server.py"), str(port), self.model_url, transport], env)
+        proc = self.spawn(
+            name,
+            [
+                os.environ.get("BENCH_TOOLRUN_SERVER", str(HERE / "_toolrun_server.py")),
+                str(port),
+                self.model_url,
+                transport,
+            ],
+            env,
+        )
         base = f"http://127.0.0.1:{port}"
         await wait_up(base, proc)
         return base, proc.pid

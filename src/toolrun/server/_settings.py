@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     """Open MCP sessions (at `/mcp`) one user may hold; one more is refused with 429, for that user only."""
     mcp_session_idle_timeout: float = Field(default=600.0, gt=0)
     """Seconds an MCP session may stay unused before it is closed and its place freed."""
+    max_runs: int = Field(default=256, ge=1)
+    """Chat runs one process works on at once; past that, new messages and decisions get `503` with
+    `Retry-After: 1` at once instead of queueing (load shedding; docs/service.md)."""
     token_cache_seconds: float = Field(default=5.0, ge=0)
     """How long a process trusts a checked API token before asking the database again (revocations take
     effect within this many seconds)."""
