@@ -1,7 +1,7 @@
 """toolrun's service for bench/service.py, as `toolrun serve` runs it (same uvicorn options, JSON logs),
 with the model over HTTP through the chosen `OpenAIModel` transport. Settings from the environment.
 
-    python bench/_toolrun_server.py PORT MODEL_BASE_URL TRANSPORT      # TRANSPORT: httpx | sdk
+    python bench/_toolrun_server.py PORT MODEL_BASE_URL TRANSPORT      # TRANSPORT: httpx | sdk | default
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ if __name__ == "__main__":
         os.sched_setaffinity(0, {int(os.environ["BENCH_SERVER_CPU"])})
     settings = Settings()
     configure_logging(settings.log_level)
-    model = OpenAIModel("scripted", base_url=model_url, api_key="not-needed", transport=transport)  # type: ignore[arg-type]
+    # "default": whatever OpenAIModel does by default (an older toolrun, given with --baseline-src, has no
+    # `transport` option).
+    options = {} if transport == "default" else {"transport": transport}
+    model = OpenAIModel("scripted", base_url=model_url, api_key="not-needed", **options)
     uvicorn.run(
         create_app(settings, model=model),
         host="127.0.0.1",

@@ -19,6 +19,7 @@ the end the toolrun database is checked: one task, one run, four messages and on
 successful toolrun turn.
 
     python bench/service.py [--rounds 3] [--concurrency 50,200] [--turns 3]
+    python bench/service.py --baseline-src ../main/src   # + the JSON route of another checkout, same run
     python bench/service.py --processes 1,2        # N toolrun processes on PostgreSQL + Redis: scaling
 
 `--processes` needs TOOLRUN_BENCH_POSTGRES_URL (postgresql+asyncpg://...) and TOOLRUN_BENCH_REDIS_URL; it
@@ -285,10 +286,16 @@ class Stacks:
         raise RuntimeError("the scripted model did not start")
 
     async def toolrun(
-        self, name: str, env_extra: dict[str, str], transport: str, *, cpu: str | None = "0"
+        self,
+        name: str,
+        env_extra: dict[str, str],
+        transport: str,
+        *,
+        cpu: str | None = "0",
+        src: str | None = None,
     ) -> tuple[str, int]:
         port = free_port()
-        env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), **env_extra}
+        env = {**os.environ, "PYTHONPATH": src or str(HERE.parent / "src"), **env_extra}
         if cpu is not None and (os.cpu_count() or 1) > 1:
             env["BENCH_SERVER_CPU"] = cpu
         proc = self.spawn(
@@ -380,6 +387,16 @@ async def main_compare(args: argparse.Namespace) -> dict[str, Any]:
             }
             base, pid = await stacks.toolrun("toolrun_sdk", env, "sdk")
             targets.append(Target("toolrun_sdk", [base], "/api/v1/chat", "json", sdk_tokens, [pid]))
+        if args.baseline_src:
+            old_db = tmp / "toolrun_before.db"
+            await upgrade(f"sqlite+aiosqlite:///{old_db}")
+            old_tokens = await make_users(f"sqlite+aiosqlite:///{old_db}", users)
+            env = {
+                "TOOLRUN_DATABASE_URL": f"sqlite+aiosqlite:///{old_db}",
+                "TOOLRUN_DATA_DIR": str(tmp / "d3"),
+            }
+            base, pid = await stacks.toolrun("toolrun_before", env, "default", src=args.baseline_src)
+            targets.append(Target("toolrun_before", [base], "/api/v1/chat", "json", old_tokens, [pid]))
         for kind in ("agents", "pydantic_ai", "floor"):
             if args.only and not any(o in kind for o in args.only.split(",")):
                 continue
@@ -489,6 +506,11 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[50, 200])
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--only", default="", help="comma-separated substrings of stack names")
+    parser.add_argument(
+        "--baseline-src",
+        default="",
+        help="the src/ of another toolrun checkout: its JSON route joins the run as `toolrun_before`",
+    )
     parser.add_argument("--processes", type=lambda s: [int(x) for x in s.split(",")], default=None)
     args = parser.parse_args()
     out = asyncio.run(main_scaling(args) if args.processes else main_compare(args))
