@@ -84,8 +84,9 @@ def start(args: list[str], env: dict[str, str], log_path: Path) -> subprocess.Po
 
 
 async def wait_up(url: str, proc: subprocess.Popen[Any]) -> None:
+    deadline = time.monotonic() + 300  # importing an agent framework takes a while on a busy machine
     async with httpx.AsyncClient() as client:
-        for _ in range(600):
+        while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"server {url} exited with {proc.returncode}")
             try:
