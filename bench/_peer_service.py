@@ -1,14 +1,23 @@
-"""The peer stack of bench/service.py: what a team would otherwise build — a FastAPI route running a
-Pydantic AI agent with the same task tools (same SQL store, same schema, same full-text index) and a
-scripted `FunctionModel` that follows the same grammar as toolrun's demo model. History is kept per
-conversation as Pydantic AI's own message JSON in one table. Run as:
+"""The peer stacks of bench/service.py, each as its documentation deploys it: a FastAPI route, the agent
+framework's own model client on the scripted model over HTTP (bench/_scripted_llm.py), the same task tools on
+the same SQL store (toolrun's `TaskStore`: same schema, same index), the conversation stored per turn.
 
-    python bench/_peer_service.py PORT DATABASE_URL TOKENS_JSON
+- `agents`: OpenAI Agents SDK, `Runner.run(agent, message, context=...)`, the model as
+  `OpenAIChatCompletionsModel(model=..., openai_client=AsyncOpenAI(base_url=...))`, tracing off; the history
+  stored as `result.to_input_list()` JSON.
+- `pydantic_ai`: Pydantic AI, `agent.run(message, deps=...)`, the model as
+  `OpenAIChatModel(..., provider=OpenAIProvider(base_url=...))`; the history as `all_messages_json()`.
+- `floor`: the turn by hand: two `httpx` posts of a hand-built body, `json` both ways, one `TaskStore.create`,
+  one history insert. What a turn cannot cost less than on this stack (FastAPI, SQLAlchemy, httpx).
+
+Each peer gets the toolrun service's system prompt and three task tools (create, update, query).
+Run as:
+
+    python bench/_peer_service.py KIND PORT DATABASE_URL TOKENS_JSON MODEL_BASE_URL
 """
 
-from __future__ import annotations
-
 import json
+import os
 import secrets
 import sys
 from dataclasses import dataclass
@@ -18,14 +27,13 @@ import sqlalchemy as sa
 import uvicorn
 from fastapi import FastAPI, Header, HTTPException
 from pydantic import BaseModel
-from pydantic_ai import Agent, ModelRequest, ModelResponse, RunContext, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.messages import ModelMessagesTypeAdapter, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from toolrun.apps.tasks import TaskQuery, TaskStore, parse_command
-from toolrun.apps.tasks._demo import demo_reply
+from toolrun.apps.tasks import TaskQuery, TaskStore
+from toolrun.server._app import INSTRUCTIONS
+
+SYSTEM = INSTRUCTIONS.format(today="2026-01-01")
 
 history = sa.Table(
     "peer_conversations",
@@ -36,76 +44,174 @@ history = sa.Table(
 )
 
 
+class ChatIn(BaseModel):
+    message: str
+    conversation_id: str | None = None
+
+
 @dataclass
 class Deps:
     user_id: str
     store: TaskStore
 
 
-def script(messages: list[Any], info: AgentInfo) -> ModelResponse:
-    last = messages[-1]
-    returns = (
-        [p for p in last.parts if isinstance(p, ToolReturnPart)] if isinstance(last, ModelRequest) else []
+async def create_task_impl(deps: Deps, title: str, priority: str = "medium") -> dict[str, Any]:
+    task = await deps.store.create(
+        deps.user_id, title=title, description=None, priority=priority, eta=None, tags=[]
     )
-    if returns:
-        text = "\n".join(demo_reply(p.tool_name, json.dumps(p.content), False) for p in returns)
-        return ModelResponse(parts=[TextPart(text)])
-    prompt = next(p.content for p in reversed(last.parts) if isinstance(p, UserPromptPart))
-    command = parse_command(str(prompt))
-    if isinstance(command, str):
-        return ModelResponse(parts=[TextPart(command)])
-    return ModelResponse(
-        parts=[
-            ToolCallPart(tool_name=command.name, args=dict(command.arguments or {}), tool_call_id=command.id)
+    return task.to_dict()
+
+
+async def update_task_impl(deps: Deps, task_id: str, status: str | None = None) -> dict[str, Any]:
+    task = await deps.store.update(deps.user_id, task_id, {"status": status} if status else {})
+    return {"error": "NOT_FOUND"} if task is None else task.to_dict()
+
+
+async def query_tasks_impl(deps: Deps, text: str | None = None, limit: int = 50) -> dict[str, Any]:
+    tasks, total = await deps.store.query(deps.user_id, TaskQuery(text=text, limit=limit))
+    return {"tasks": [t.to_dict() for t in tasks], "total": total}
+
+
+def make_runner(kind: str, model_url: str) -> Any:
+    """`async (deps, message) -> (output, history_json)` for one framework."""
+    if kind == "agents":
+        from agents import (
+            Agent,
+            OpenAIChatCompletionsModel,
+            RunContextWrapper,
+            Runner,
+            function_tool,
+            set_tracing_disabled,
+        )
+        from openai import AsyncOpenAI
+
+        set_tracing_disabled(True)
+
+        @function_tool
+        async def create_task(
+            ctx: RunContextWrapper[Deps], title: str, priority: str = "medium"
+        ) -> dict[str, Any]:
+            """Create a task for the user."""
+            return await create_task_impl(ctx.context, title, priority)
+
+        @function_tool
+        async def update_task(
+            ctx: RunContextWrapper[Deps], task_id: str, status: str | None = None
+        ) -> dict[str, Any]:
+            """Change a task's status."""
+            return await update_task_impl(ctx.context, task_id, status)
+
+        @function_tool
+        async def query_tasks(
+            ctx: RunContextWrapper[Deps], text: str | None = None, limit: int = 50
+        ) -> dict[str, Any]:
+            """List or search the user's tasks."""
+            return await query_tasks_impl(ctx.context, text, limit)
+
+        client = AsyncOpenAI(base_url=model_url, api_key="not-needed")
+        agent = Agent[Deps](
+            name="tasks",
+            instructions=SYSTEM,
+            model=OpenAIChatCompletionsModel(model="scripted", openai_client=client),
+            tools=[create_task, update_task, query_tasks],
+        )
+
+        async def run_agents(deps: Deps, message: str, past: list[Any]) -> tuple[str, str]:
+            result = await Runner.run(agent, [*past, {"role": "user", "content": message}], context=deps)
+            return str(result.final_output), json.dumps(result.to_input_list())
+
+        return run_agents
+
+    if kind == "pydantic_ai":
+        from pydantic_ai import Agent as PAgent
+        from pydantic_ai import RunContext
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        pagent = PAgent(
+            OpenAIChatModel("scripted", provider=OpenAIProvider(base_url=model_url, api_key="not-needed")),
+            deps_type=Deps,
+            instructions=SYSTEM,
+        )
+
+        @pagent.tool
+        async def create_task(ctx: RunContext[Deps], title: str, priority: str = "medium") -> dict[str, Any]:
+            """Create a task for the user."""
+            return await create_task_impl(ctx.deps, title, priority)
+
+        @pagent.tool
+        async def update_task(
+            ctx: RunContext[Deps], task_id: str, status: str | None = None
+        ) -> dict[str, Any]:
+            """Change a task's status."""
+            return await update_task_impl(ctx.deps, task_id, status)
+
+        @pagent.tool
+        async def query_tasks(
+            ctx: RunContext[Deps], text: str | None = None, limit: int = 50
+        ) -> dict[str, Any]:
+            """List or search the user's tasks."""
+            return await query_tasks_impl(ctx.deps, text, limit)
+
+        async def run_pydantic_ai(deps: Deps, message: str, past: list[Any]) -> tuple[str, str]:
+            history_in = ModelMessagesTypeAdapter.validate_python(past) if past else None
+            result = await pagent.run(message, message_history=history_in, deps=deps)
+            return str(result.output), result.all_messages_json().decode()
+
+        return run_pydantic_ai
+
+    if kind == "floor":
+        import httpx
+
+        http = httpx.AsyncClient(
+            base_url=model_url,
+            headers={"authorization": "Bearer not-needed"},
+            timeout=60,
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+        )
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "create_task",
+                    "description": "Create a task for the user.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"title": {"type": "string"}, "priority": {"type": "string"}},
+                        "required": ["title"],
+                    },
+                },
+            }
         ]
-    )
+
+        async def run_floor(deps: Deps, message: str, past: list[Any]) -> tuple[str, str]:
+            messages: list[Any] = [
+                {"role": "system", "content": SYSTEM},
+                *past,
+                {"role": "user", "content": message},
+            ]
+            r = await http.post(
+                "/chat/completions", json={"model": "scripted", "messages": messages, "tools": tools}
+            )
+            reply = r.json()["choices"][0]["message"]
+            messages.append(reply)
+            for call in reply.get("tool_calls") or ():
+                args = json.loads(call["function"]["arguments"])
+                out = await create_task_impl(deps, **args)
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(out)})
+            r = await http.post(
+                "/chat/completions", json={"model": "scripted", "messages": messages, "tools": tools}
+            )
+            reply = r.json()["choices"][0]["message"]
+            messages.append(reply)
+            return str(reply.get("content") or ""), json.dumps(messages[1:])
+
+        return run_floor
+    raise SystemExit(f"unknown peer {kind!r}")
 
 
-agent = Agent(FunctionModel(script), deps_type=Deps)
-
-
-@agent.tool
-async def create_task(
-    ctx: RunContext[Deps],
-    title: str,
-    description: str | None = None,
-    priority: str = "medium",
-    eta: str | None = None,
-    tags: list[str] | None = None,
-) -> dict[str, Any]:
-    """Create a task for the user."""
-    task = await ctx.deps.store.create(
-        ctx.deps.user_id, title=title, description=description, priority=priority, eta=eta, tags=tags or []
-    )
-    return task.to_dict()
-
-
-@agent.tool
-async def update_task(ctx: RunContext[Deps], task_id: str, status: str | None = None) -> dict[str, Any]:
-    """Change a task."""
-    task = await ctx.deps.store.update(ctx.deps.user_id, task_id, {"status": status} if status else {})
-    if task is None:
-        return {"error": "NOT_FOUND"}
-    return task.to_dict()
-
-
-@agent.tool
-async def query_tasks(
-    ctx: RunContext[Deps], filters: dict[str, Any] | None = None, limit: int = 50, sort: str = "eta_asc"
-) -> dict[str, Any]:
-    """List or search the user's tasks."""
-    f = filters or {}
-    query = TaskQuery(status=f.get("status"), text=f.get("text"), limit=limit, sort=sort)  # type: ignore[arg-type]
-    tasks, total = await ctx.deps.store.query(ctx.deps.user_id, query)
-    return {"tasks": [t.to_dict() for t in tasks], "total": total, "applied_filters": f}
-
-
-class ChatIn(BaseModel):
-    message: str
-    conversation_id: str | None = None
-
-
-def create_app(database_url: str, tokens: dict[str, str]) -> FastAPI:
+def create_app(kind: str, database_url: str, tokens: dict[str, str], model_url: str) -> FastAPI:
     # The usual setup: SQLAlchemy's async engine on aiosqlite, WAL journal.
     engine = create_async_engine(database_url)
 
@@ -117,6 +223,7 @@ def create_app(database_url: str, tokens: dict[str, str]) -> FastAPI:
         cursor.close()
 
     store = TaskStore(engine)
+    run = make_runner(kind, model_url)
     app = FastAPI()
 
     @app.on_event("startup")
@@ -131,35 +238,42 @@ def create_app(database_url: str, tokens: dict[str, str]) -> FastAPI:
             raise HTTPException(401)
         cid = body.conversation_id
         past: list[Any] = []
-        async with engine.connect() as conn:
-            if cid is not None:
+        if cid is not None:
+            async with engine.connect() as conn:
                 row = (
                     await conn.execute(
                         sa.select(history.c.messages).where(history.c.id == cid, history.c.user_id == user)
                     )
                 ).first()
-                if row is None:
-                    raise HTTPException(404)
-                past = ModelMessagesTypeAdapter.validate_json(row[0])
-        result = await agent.run(body.message, message_history=past, deps=Deps(user_id=user, store=store))
-        stored = result.all_messages_json().decode()
+            if row is None:
+                raise HTTPException(404)
+            past = json.loads(row[0])
+        output, stored = await run(Deps(user_id=user, store=store), body.message, past)
         async with engine.begin() as conn:
             if cid is None:
                 cid = "conv_" + secrets.token_hex(10)
                 await conn.execute(history.insert().values(id=cid, user_id=user, messages=stored))
             else:
                 await conn.execute(history.update().where(history.c.id == cid).values(messages=stored))
-        return {"conversation_id": cid, "output": result.output, "messages": json.loads(stored)}
+        return {"conversation_id": cid, "output": output}
 
     return app
 
 
 if __name__ == "__main__":
-    port, url, tokens_json = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    kind, port, url, tokens_json, model_url = (
+        sys.argv[1],
+        int(sys.argv[2]),
+        sys.argv[3],
+        sys.argv[4],
+        sys.argv[5],
+    )
+    if hasattr(os, "sched_setaffinity") and os.environ.get("BENCH_SERVER_CPU"):
+        os.sched_setaffinity(0, {int(os.environ["BENCH_SERVER_CPU"])})
     with open(tokens_json) as f:
         tokens = json.load(f)
     uvicorn.run(
-        create_app(url, tokens),
+        create_app(kind, url, tokens, model_url),
         host="127.0.0.1",
         port=port,
         log_level="warning",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -27,11 +28,13 @@ def server(_server: FakeServer) -> Iterator[FakeServer]:
     _server.reset()
 
 
-@pytest.fixture
-async def make_openai(server: FakeServer) -> AsyncIterator[Callable[..., OpenAIModel]]:
+@contextlib.asynccontextmanager
+async def _openai_factory(server: FakeServer, transport: str) -> AsyncIterator[Callable[..., OpenAIModel]]:
     models: list[OpenAIModel] = []
 
     def make(model_name: str = "gpt-4o-mini", **kwargs: Any) -> OpenAIModel:
+        if "client" not in kwargs:
+            kwargs.setdefault("transport", transport)
         kwargs.setdefault("base_url", server.url + "/v1")
         kwargs.setdefault("api_key", "sk-test")
         if "max_retries" not in kwargs:
@@ -40,9 +43,33 @@ async def make_openai(server: FakeServer) -> AsyncIterator[Callable[..., OpenAIM
         models.append(model)
         return model
 
-    yield make
-    for model in models:
-        await model.aclose()
+    try:
+        yield make
+    finally:
+        for model in models:
+            await model.aclose()
+
+
+@pytest.fixture(params=["httpx", "sdk"])
+async def make_openai(
+    server: FakeServer, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., OpenAIModel]]:
+    """OpenAIModels on the fake server, once per transport: every OpenAI test runs against toolrun's own
+    HTTP client and the official SDK, so the two stay interchangeable (same bodies, answers, errors)."""
+    async with _openai_factory(server, request.param) as make:
+        yield make
+
+
+@pytest.fixture
+async def make_openai_httpx(server: FakeServer) -> AsyncIterator[Callable[..., OpenAIModel]]:
+    async with _openai_factory(server, "httpx") as make:
+        yield make
+
+
+@pytest.fixture
+async def make_openai_sdk(server: FakeServer) -> AsyncIterator[Callable[..., OpenAIModel]]:
+    async with _openai_factory(server, "sdk") as make:
+        yield make
 
 
 @pytest.fixture

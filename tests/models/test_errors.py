@@ -43,7 +43,8 @@ class Provider:
 
 
 PROVIDERS = [
-    Provider("openai", OPENAI_PATH, openai_error, lambda t: openai_completion(t), "make_openai"),
+    Provider("openai", OPENAI_PATH, openai_error, lambda t: openai_completion(t), "make_openai_httpx"),
+    Provider("openai-sdk", OPENAI_PATH, openai_error, lambda t: openai_completion(t), "make_openai_sdk"),
     Provider(
         "anthropic",
         ANTHROPIC_PATH,
@@ -75,7 +76,7 @@ async def test_401_is_auth_error_and_not_retried(server, provider, make) -> None
     with pytest.raises(ProviderAuthError) as info:
         await make().request(req())
     assert info.value.status_code == 401
-    assert info.value.provider == provider.name
+    assert info.value.provider == provider.name.removesuffix("-sdk")
     assert info.value.message == "Incorrect API key provided: sk-te***st."
     assert info.value.__cause__ is not None  # the SDK's exception, kept for debugging
     assert len(server.requests) == 1
@@ -214,7 +215,7 @@ async def test_connection_refused_is_unavailable(provider, make) -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}" + ("/v1" if provider.name == "openai" else "")
+    url = f"http://127.0.0.1:{port}" + ("/v1" if provider.name.startswith("openai") else "")
     with pytest.raises(ProviderUnavailableError) as info:
         await make(base_url=url, retry=RetryPolicy(max_retries=1, initial_delay=0.001)).request(req())
     assert "could not reach" in info.value.message

@@ -547,3 +547,100 @@ def test_one_rule_for_call_ids_in_every_reader(ids: list[Any]) -> None:
             c.id for c, sent in zip(parsed, ids, strict=True) if sent is _MISSING or sent in (None, "")
         ]
         assert len(set(generated)) == len(generated)
+
+
+# -- the two transports: same bodies, same responses ----------------------------------------------------
+
+RECORDED = [
+    openai_completion("Plain text."),
+    openai_completion(None, [("call_1", "get_weather", '{"city":"Rome"}')]),
+    openai_completion(
+        "Both.", [("c1", "get_weather", '{"city":"Oslo"}'), ("c2", "tasks_create", '{"title":"x"}')]
+    ),
+    openai_completion(None, [("c9", "get_weather", "{}")], finish_reason="stop"),  # "stop" after calls
+    {
+        **openai_completion(None),
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "from "}, {"type": "text", "text": "parts"}],
+                },
+                "finish_reason": "stop",
+            }
+        ],
+    },
+    {**openai_completion("x"), "usage": None},
+]
+
+
+@pytest.mark.parametrize("recorded", RECORDED)
+async def test_httpx_and_sdk_transports_parse_a_recorded_response_alike(
+    server, make_openai_httpx, make_openai_sdk, registry, recorded: dict[str, Any]
+) -> None:
+    request = ModelRequest([UserMessage(content="x")], registry)
+    server.reply(OPENAI_PATH, Reply(json=recorded), Reply(json=recorded))
+    ours = await make_openai_httpx().request(request)
+    sdk = await make_openai_sdk().request(request)
+    assert ours.text == sdk.text
+    assert [(c.id, c.name, c.arguments) for c in ours.tool_calls] == [
+        (c.id, c.name, c.arguments) for c in sdk.tool_calls
+    ]
+    assert (
+        ours.usage,
+        ours.finish_reason,
+        ours.provider_finish_reason,
+        ours.model_name,
+        ours.response_id,
+    ) == (
+        sdk.usage,
+        sdk.finish_reason,
+        sdk.provider_finish_reason,
+        sdk.model_name,
+        sdk.response_id,
+    )
+    bodies = server.bodies(OPENAI_PATH)
+    assert bodies[0] == bodies[1]  # the same JSON body went out through both
+
+
+async def test_empty_tool_call_ids_get_fresh_ids_on_both_transports(
+    server, make_openai_httpx, make_openai_sdk, registry
+) -> None:
+    recorded = openai_completion(
+        None, [("", "get_weather", '{"city":"A"}'), ("", "get_weather", '{"city":"B"}')]
+    )
+    request = ModelRequest([UserMessage(content="x")], registry)
+    server.reply(OPENAI_PATH, Reply(json=recorded), Reply(json=recorded))
+    for make in (make_openai_httpx, make_openai_sdk):
+        calls = (await make().request(request)).tool_calls
+        ids = [c.id for c in calls]
+        assert all(ids) and len(set(ids)) == 2
+
+
+async def test_httpx_transport_encodes_tool_definitions_once(server, make_openai_httpx, registry) -> None:
+    import toolrun.models.openai as openai_module
+
+    encoded: list[Any] = []
+    real = openai_module._encode
+
+    def counting(value: Any) -> bytes:
+        encoded.append(value)
+        return real(value)
+
+    server.reply(OPENAI_PATH, *[Reply(json=openai_completion("ok"))] * 3)
+    model = make_openai_httpx()
+    request = ModelRequest([UserMessage(content="x")], registry)
+    openai_module._encode = counting
+    try:
+        for _ in range(3):
+            await model.request(request)
+    finally:
+        openai_module._encode = real
+    tool_lists = [v for v in encoded if isinstance(v, list)]
+    assert len(tool_lists) == 1  # the definitions were encoded for the first request only
+    bodies = server.bodies(OPENAI_PATH)
+    assert bodies[0] == bodies[1] == bodies[2]
+    assert [t["function"]["name"] for t in bodies[2]["tools"]] == [
+        d["function"]["name"] for d in registry.definitions("openai")
+    ]

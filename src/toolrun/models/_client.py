@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from toolrun.models._base import RetryPolicy
 from toolrun.models._errors import (
+    ProviderError,
     ProviderResponseError,
     ProviderStreamError,
     map_sdk_error,
@@ -190,13 +191,29 @@ class _SDKClientModel(ABC):
             )
         return data
 
+    # Transport hooks: the SDK by default; `OpenAIModel(transport="httpx")` overrides them with its own
+    # HTTP client. `payload` is whatever `_prepare` built once per call (retries reuse it).
+
+    def _prepare(self, request: ModelRequest, *, stream: bool) -> Any:
+        return self._call_arguments(request, stream=stream)
+
+    async def _complete(self, payload: Any) -> dict[str, Any]:
+        """One non-streaming call: the response as plain data."""
+        return self._as_dict(await self._create(payload), "the response")
+
+    async def _open_stream(self, payload: Any) -> Any:
+        """Open a stream: an object with `__aiter__` (items as SDK objects or dicts) and `close()`."""
+        return await self._create(payload)
+
+    def _map_stream_error(self, exc: BaseException) -> ProviderError | None:
+        return map_stream_error(exc, provider=self.provider, sdk=self._sdk_module())
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send the conversation and tools; return the whole response (retried per `retry`)."""
-        arguments = self._call_arguments(request)
+        payload = self._prepare(request, stream=False)
 
         async def attempt() -> ModelResponse:
-            response = await self._create(arguments)
-            return self.parse_response(self._as_dict(response, "the response"), request)
+            return self.parse_response(await self._complete(payload), request)
 
         return await self.retry.call(attempt)
 
@@ -206,8 +223,8 @@ class _SDKClientModel(ABC):
         Retried only until the stream opens; a stream that breaks off or ends incomplete raises
         `ProviderStreamError` with the partial response.
         """
-        arguments = self._call_arguments(request, stream=True)
-        sdk_stream = await self.retry.call(lambda: self._create(arguments))
+        payload = self._prepare(request, stream=True)
+        sdk_stream = await self.retry.call(lambda: self._open_stream(payload))
         assembler = self._stream_assembler(request)
         done = False
         iterator = sdk_stream.__aiter__()
@@ -218,7 +235,7 @@ class _SDKClientModel(ABC):
                 except StopAsyncIteration:
                     break
                 except Exception as exc:
-                    error = map_stream_error(exc, provider=self.provider, sdk=self._sdk_module())
+                    error = self._map_stream_error(exc)
                     if error is None:
                         raise
                     raise ProviderStreamError(

@@ -42,6 +42,8 @@ __all__ = [
     "ProviderUnavailableError",
     "ScriptExhaustedError",
     "UnknownModelError",
+    "error_from_body",
+    "error_from_status",
     "map_sdk_error",
     "map_stream_error",
 ]
@@ -222,6 +224,56 @@ def _class_for_status(status: int, kind: str | None) -> type[ProviderError]:
     return _ERROR_TYPES.get(kind or "", ProviderUnavailableError)
 
 
+def error_from_body(
+    body: Any,
+    *,
+    status: int | None,
+    headers: Mapping[str, str] | None,
+    provider: str,
+    fallback: str | None = None,
+) -> ProviderError:
+    """The `ProviderError` for an error answer: its HTTP `status` (None for an error event inside a 200
+    stream, where the body's type says what happened) and its error `body` (the decoded JSON or text).
+
+    The SDK boundary (`map_sdk_error`) and toolrun's own HTTP client (`models._http`) both end here, so a
+    failure reads the same whichever transport met it.
+    """
+    message, kind, code = _error_fields(body)
+    if status is not None and 200 <= status < 300:
+        status = None
+    cls = _class_for_status(status, kind) if status is not None else _ERROR_TYPES.get(kind or "")
+    cls = cls or ProviderUnavailableError
+    text = message or fallback or f"HTTP {status}"
+    kwargs: dict[str, Any] = {"provider": provider, "status_code": status, "body": body}
+    if cls is ProviderRateLimitError:
+        return ProviderRateLimitError(
+            text,
+            retry_after=parse_retry_after(headers),
+            retryable=(code not in _QUOTA_CODES and kind not in _QUOTA_CODES),
+            **kwargs,
+        )
+    return cls(text, **kwargs)
+
+
+def error_from_status(
+    status: int, headers: Mapping[str, str] | None, content: bytes, *, provider: str
+) -> ProviderError:
+    """The `ProviderError` for a non-2xx HTTP answer with raw `content`, as the SDKs would report it: the
+    body is the decoded JSON's `error` object when it has one (else the JSON, else the text)."""
+    text = content.decode("utf-8", "replace").strip()
+    body: Any = text
+    try:
+        body = json.loads(text)
+    except ValueError:
+        pass
+    else:
+        if isinstance(body, Mapping) and "error" in body:
+            body = body["error"]
+    return error_from_body(
+        body, status=status, headers=headers, provider=provider, fallback=f"Error code: {status}"
+    )
+
+
 def map_sdk_error(exc: BaseException, *, provider: str, sdk: ModuleType) -> ProviderError | None:
     """The `ProviderError` for an exception raised by an OpenAI or Anthropic SDK call (same shapes).
 
@@ -244,24 +296,15 @@ def map_sdk_error(exc: BaseException, *, provider: str, sdk: ModuleType) -> Prov
         detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
         return ProviderUnavailableError(f"could not reach the provider{detail}", provider=provider)
     if isinstance(exc, sdk.APIError):  # APIStatusError, or an error event inside a stream
-        message, kind, code = _error_fields(exc.body)
         status: int | None = getattr(exc, "status_code", None)
-        if status is not None and 200 <= status < 300:
-            status = None  # an error event inside a 200 stream: the type says what happened
-        cls = _class_for_status(status, kind) if status is not None else _ERROR_TYPES.get(kind or "")
-        cls = cls or ProviderUnavailableError
-        text = message or exc.message or f"HTTP {status}"
-        kwargs: dict[str, Any] = {"provider": provider, "status_code": status, "body": exc.body}
-        if cls is ProviderRateLimitError:
-            response = getattr(exc, "response", None)
-            headers = getattr(response, "headers", None)
-            return ProviderRateLimitError(
-                text,
-                retry_after=parse_retry_after(headers),
-                retryable=(code not in _QUOTA_CODES and kind not in _QUOTA_CODES),
-                **kwargs,
-            )
-        return cls(text, **kwargs)
+        response = getattr(exc, "response", None)
+        return error_from_body(
+            exc.body,
+            status=status,
+            headers=getattr(response, "headers", None),
+            provider=provider,
+            fallback=exc.message,
+        )
     if isinstance(exc, TypeError) and "authentication" in str(exc):
         # anthropic: no api_key, auth_token or credentials found when the request was built
         return ProviderAuthError(str(exc).strip('"'), provider=provider)

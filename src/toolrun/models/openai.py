@@ -6,19 +6,33 @@ The official `openai` SDK is imported on first use, never at `import toolrun`. I
 ```python
 model = OpenAIModel("gpt-4o-mini")                                          # OPENAI_API_KEY from the env
 local = OpenAIModel("llama3.1", base_url="http://127.0.0.1:11434/v1")      # Ollama: no key needed
+sdk = OpenAIModel("gpt-4o-mini", transport="sdk")                          # through the official SDK
 ```
+
+Two transports send the same bodies and read the same answers with the same parser:
+
+- `"httpx"` (the default unless you pass `client=`): toolrun's own client (`models._http`), the body
+  encoded with msgspec (the tool definitions encoded once and reused while they do not change), posted on
+  a pooled keep-alive `httpx.AsyncClient`, the answer decoded with msgspec into plain dicts. It skips the
+  SDK's typed request and response objects, which cost more CPU than the rest of a chat turn when the
+  model is fast (bench/README.md, "The chat service").
+- `"sdk"`: the official `openai.AsyncOpenAI` (`client=` implies it): its configuration, proxies, Azure
+  subclasses and hooks.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from toolrun.formats.openai import chat_call_id
 from toolrun.models._base import RetryPolicy
 from toolrun.models._client import _SDKClientModel
-from toolrun.models._errors import ProviderResponseError
+from toolrun.models._errors import ProviderAuthError, ProviderError, ProviderResponseError
 from toolrun.models._messages import (
     AssistantMessage,
     FinishReason,
@@ -38,6 +52,8 @@ from toolrun.tools import ToolCall
 if TYPE_CHECKING:
     from types import ModuleType
 
+    from toolrun.models._http import HTTPClient, SSEStream
+
 __all__ = ["OpenAIModel"]
 
 _FINISH: dict[str, FinishReason] = {
@@ -49,6 +65,13 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 _OFFICIAL_HOST = "api.openai.com"
+_OFFICIAL_URL = "https://api.openai.com/v1"
+_COMPLETIONS = "/chat/completions"
+_NO_KEY = (
+    "The api_key client option must be set either by passing api_key to OpenAIModel or by setting the "
+    "OPENAI_API_KEY environment variable."
+)
+_encode = msgspec.json.encode
 
 
 def _finish(reason: Any) -> FinishReason | None:
@@ -97,6 +120,9 @@ class OpenAIModel(_SDKClientModel):
         stream_usage: Ask for token usage at the end of streams (`stream_options.include_usage`); turn off
             for servers that reject it.
         system_role: The role of system messages: `"system"`, or `"developer"` for OpenAI reasoning models.
+        transport: `"httpx"` (toolrun's lean client on a pooled connection, msgspec on both ends) or `"sdk"`
+            (the official `openai` SDK). Default `"auto"`: the SDK when you pass `client=`, else httpx.
+            Both send the same body and raise the same errors.
     """
 
     provider = "openai"
@@ -116,7 +142,12 @@ class OpenAIModel(_SDKClientModel):
         settings: ModelSettings | None = None,
         stream_usage: bool = True,
         system_role: str = "system",
+        transport: Literal["auto", "sdk", "httpx"] = "auto",
     ) -> None:
+        if transport not in ("auto", "sdk", "httpx"):
+            raise ValueError(f"transport must be 'auto', 'sdk' or 'httpx', not {transport!r}.")
+        if transport == "httpx" and client is not None:
+            raise ValueError("client= is an openai SDK client: use transport='sdk' (or leave it 'auto').")
         if not model_name:
             raise ValueError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4o-mini').")
         super().__init__(
@@ -134,6 +165,13 @@ class OpenAIModel(_SDKClientModel):
         self.system_role = system_role
         # OpenAI deprecated `max_tokens` for `max_completion_tokens`; compatible servers know the old name.
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+        self.transport: Literal["sdk", "httpx"] = (
+            "sdk" if transport == "sdk" or (transport == "auto" and client is not None) else "httpx"
+        )
+        self._http_client: HTTPClient | None = None
+        # Encoded tool definitions, by the identity of the definition dicts (kept alive here, so an id is
+        # never reused while its entry exists). A registry returns the same dicts until its tools change.
+        self._encoded_tools: dict[tuple[int, ...], tuple[list[Any], bytes]] = {}
 
     @property
     def name(self) -> str:
@@ -160,6 +198,84 @@ class OpenAIModel(_SDKClientModel):
 
     async def _send(self, client: Any, arguments: dict[str, Any]) -> Any:
         return await client.chat.completions.create(**arguments)
+
+    # --------------------------------------------------------------------------------------------------
+    # The httpx transport (see the module docstring)
+
+    def _http(self) -> HTTPClient:
+        if self._http_client is None:
+            from toolrun.models._http import HTTPClient
+
+            base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or _OFFICIAL_URL
+            api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+            if api_key is None:
+                if self.base_url is None:
+                    raise ProviderAuthError(_NO_KEY, provider=self.provider)
+                api_key = "not-needed"
+            headers = {"authorization": f"Bearer {api_key}"}
+            for variable, header in (
+                ("OPENAI_ORG_ID", "openai-organization"),
+                ("OPENAI_PROJECT_ID", "openai-project"),
+            ):
+                value = os.environ.get(variable)
+                if value and _OFFICIAL_HOST in base_url:
+                    headers[header] = value
+            self._http_client = HTTPClient(base_url, headers=headers, provider=self.provider)
+        return self._http_client
+
+    def encode_body(self, request: ModelRequest, *, stream: bool = False) -> bytes:
+        """The exact bytes the httpx transport posts: `build_body` plus the settings' `extra_body`."""
+        settings = self.settings.merge(request.settings)
+        body = self.build_body(request, stream=stream)
+        if settings.extra_body:
+            body.update(settings.extra_body)
+        tools = body.pop("tools", None)
+        encoded = _encode(body)
+        if not tools:
+            return encoded
+        key = tuple(map(id, tools))
+        hit = self._encoded_tools.get(key)
+        if hit is None:
+            if len(self._encoded_tools) >= 16:
+                self._encoded_tools.clear()
+            hit = self._encoded_tools[key] = (tools, _encode(tools))
+        # `encoded` is a JSON object with at least "model": splice the tools in before its closing brace.
+        return encoded[:-1] + b',"tools":' + hit[1] + b"}"
+
+    def _prepare(self, request: ModelRequest, *, stream: bool) -> Any:
+        if self.transport == "sdk":
+            return super()._prepare(request, stream=stream)
+        timeout = self.settings.merge(request.settings).timeout
+        return self.encode_body(request, stream=stream), timeout
+
+    async def _complete(self, payload: Any) -> dict[str, Any]:
+        if self.transport == "sdk":
+            return await super()._complete(payload)
+        body, timeout = payload
+        data = await self._http().post(_COMPLETIONS, body, timeout_s=timeout)
+        return self._as_dict(data, "the response")
+
+    async def _open_stream(self, payload: Any) -> SSEStream | Any:
+        if self.transport == "sdk":
+            return await super()._open_stream(payload)
+        body, timeout = payload
+        return await self._http().stream(_COMPLETIONS, body, timeout_s=timeout)
+
+    def _map_stream_error(self, exc: BaseException) -> ProviderError | None:
+        if self.transport == "sdk":
+            return super()._map_stream_error(exc)
+        if isinstance(exc, ProviderError):
+            return exc
+        if isinstance(exc, Warning):
+            return None
+        return ProviderResponseError(f"{type(exc).__name__}: {exc}", provider=self.provider)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client toolrun created (a client you passed in stays yours to close)."""
+        http, self._http_client = self._http_client, None
+        if http is not None:
+            await http.aclose()
+        await super().aclose()
 
     # --------------------------------------------------------------------------------------------------
     # Request building

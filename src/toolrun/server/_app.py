@@ -150,6 +150,7 @@ def create_app(
         demo=demo,
         run_timeout=settings.run_timeout,
         observer=obs,
+        max_runs=settings.max_runs,
     )
     state = ServerState(
         settings=settings,

@@ -19,7 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from toolrun.runtime import AuditRecord
-from toolrun.server._sqlite import connect_inline
+from toolrun.server._sqlite import InlineEngine, connect_inline
 
 __all__ = ["SQLAuditSink", "create_engine", "metadata"]
 
@@ -139,8 +139,10 @@ def create_engine(url: str, **options: Any) -> AsyncEngine:
             # only cost another round trip to aiosqlite's thread.
             options.setdefault("pool_reset_on_return", None)
         database = sa.make_url(url).database or ":memory:"
-        engine = create_async_engine(
-            url, async_creator=functools.partial(connect_inline, database, busy_seconds=5.0), **options
+        engine = InlineEngine(
+            create_async_engine(
+                url, async_creator=functools.partial(connect_inline, database, busy_seconds=5.0), **options
+            ).sync_engine
         )
 
         @event.listens_for(engine.sync_engine, "connect")

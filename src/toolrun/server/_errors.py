@@ -21,11 +21,19 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import Scope
 
-__all__ = ["PROBLEM_RESPONSES", "Problem", "ServiceError", "install_error_handlers", "problem_response"]
+__all__ = [
+    "OVERLOADED",
+    "PROBLEM_RESPONSES",
+    "Problem",
+    "ServiceError",
+    "install_error_handlers",
+    "problem_response",
+]
 
 logger = logging.getLogger("toolrun.server")
 
@@ -55,12 +63,22 @@ class Problem(BaseModel):
 class ServiceError(Exception):
     """An error a route or the chat service reports to the client (turned into problem+json)."""
 
-    def __init__(self, status: int, code: str, detail: str, *, title: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        title: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.code = code
         self.detail = detail
         self.title = title or _TITLES.get(status, "Error")
+        self.retry_after = retry_after
+        """Seconds a client should wait before trying again (a `Retry-After` header on 503 and 429)."""
 
 
 _TITLES = {
@@ -191,6 +209,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def service_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ServiceError)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        if exc.retry_after is not None:
+            headers = {"Retry-After": str(exc.retry_after)}
         return problem_response(
             exc.status,
             exc.code,
@@ -245,6 +265,18 @@ def install_error_handlers(app: FastAPI) -> None:
                 headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         return problem_response(status, code, detail, request_id=_request_id(request), headers=headers)
 
+    async def pool_timeout(request: Request, exc: Exception) -> JSONResponse:
+        # No database connection came free within the pool's timeout: the process is past its capacity.
+        # Shed the request like the admission limit does, rather than answer 500.
+        logger.warning("database pool exhausted", extra={"event": "pool_timeout"})
+        return problem_response(
+            503,
+            "overloaded",
+            "The server is busier than its database connections allow; try again shortly.",
+            request_id=_request_id(request),
+            headers={"Retry-After": "1"},
+        )
+
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         error_id = "err_" + secrets.token_hex(6)
         logger.error(
@@ -262,6 +294,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(PoolTimeout, pool_timeout)
     app.add_exception_handler(Exception, unexpected)
 
 
@@ -279,3 +312,11 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     422: problem_doc("The request is invalid; `errors` names each field."),
 }
 """Error responses every API route may give (documented in the OpenAPI schema)."""
+
+OVERLOADED: dict[int | str, dict[str, Any]] = {
+    503: problem_doc(
+        "The process runs as many chats as `TOOLRUN_MAX_RUNS` allows (code `overloaded`), or is shutting "
+        "down: try again after `Retry-After` seconds."
+    )
+}
+"""The 503 of every route that starts a run (load shedding, `server/_admission.py`)."""

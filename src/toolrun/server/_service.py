@@ -54,6 +54,7 @@ from toolrun.agent import ToolCallStarted as AgentToolCallStarted
 from toolrun.models import Message, SystemMessage, ToolResultMessage, UserMessage, message_from_dict
 from toolrun.results import ErrorCode
 from toolrun.server import _db
+from toolrun.server._admission import Admission
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._events import (
     ConfirmationRequired,
@@ -248,6 +249,7 @@ class ChatService:
         demo: Whether the model is the demo stand-in.
         run_timeout: Seconds a run may take; also the conversation lease.
         observer: Logs and metrics.
+        max_runs: Runs in flight at once in this process; more are refused with 503 (`_admission`).
     """
 
     def __init__(
@@ -260,8 +262,10 @@ class ChatService:
         demo: bool,
         run_timeout: float = 120.0,
         observer: Observer | None = None,
+        max_runs: int | None = None,
     ) -> None:
         self.engine = engine
+        self.admission = Admission(max_runs)
         self.agent = agent
         self.confirmations = confirmations
         self.model_name = model_name
@@ -284,9 +288,21 @@ class ChatService:
 
         Raises:
             ServiceError: 404 for an unknown (or another user's) conversation; 409 when it has a run working
-                or a confirmation pending.
+                or a confirmation pending; 503 (`overloaded`, with `retry_after`) when the process already
+                runs `max_runs` runs.
         """
         self._check_open()
+        self.admission.enter()
+        try:
+            handle = await self._message_run(principal, message, conversation_id)
+        except BaseException:
+            self.admission.leave()
+            raise
+        return self._counted(handle)
+
+    async def _message_run(
+        self, principal: Principal, message: str, conversation_id: str | None
+    ) -> RunHandle:
         try:
             return await self._start_message(principal, message, conversation_id)
         except _Pending as paused:
@@ -384,9 +400,35 @@ class ChatService:
 
         Raises:
             ServiceError: 404 for an unknown, decided or another user's confirmation; 409 when its
-                conversation has a run working right now; 422 for edited arguments the tool refuses.
+                conversation has a run working right now; 422 for edited arguments the tool refuses;
+                503 (`overloaded`) past `max_runs`.
         """
         self._check_open()
+        self.admission.enter()
+        try:
+            handle = await self._decision_run(
+                principal, confirmation_id, approve=approve, arguments=arguments, reason=reason
+            )
+        except BaseException:
+            self.admission.leave()
+            raise
+        return self._counted(handle)
+
+    def _counted(self, handle: RunHandle) -> RunHandle:
+        """The admitted run leaves the count when its task ends (a client that left does not end it)."""
+        assert handle.task is not None
+        handle.task.add_done_callback(lambda _task: self.admission.leave())
+        return handle
+
+    async def _decision_run(
+        self,
+        principal: Principal,
+        confirmation_id: str,
+        *,
+        approve: bool,
+        arguments: Mapping[str, Any] | None,
+        reason: str | None,
+    ) -> RunHandle:
         user = principal.user_id
         now = time.time()
         lease = now + self.run_timeout + 30.0

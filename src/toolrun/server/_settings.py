@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     durable_lease_seconds: float = Field(default=30.0, gt=0)
     """With `durable=dbos`: a process silent this long is taken for dead, and one live process finishes
     its runs."""
+    max_runs: int = Field(default=256, ge=1)
+    """Chat runs one process works on at once; past that, new messages and decisions get `503` with
+    `Retry-After: 1` at once instead of queueing (load shedding; docs/service.md)."""
     token_cache_seconds: float = Field(default=5.0, ge=0)
     """How long a process trusts a checked API token before asking the database again (revocations take
     effect within this many seconds)."""

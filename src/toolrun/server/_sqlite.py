@@ -10,6 +10,14 @@ directly and return.
 Trade-off: a statement that has to wait for another process's write lock blocks the event loop for that
 wait (bounded by `busy_timeout`). The service keeps one connection per process (no waiting inside a
 process), and writes are short; several processes writing one SQLite file heavily should use PostgreSQL.
+
+One connection is enough only if it goes back to the pool as soon as a block of statements is done.
+SQLAlchemy's `AsyncConnection.__aexit__` closes the connection in a task of its own (so a cancellation
+cannot abandon the close halfway), which returns it one event-loop iteration later: on a loop busy with 200
+chats that is milliseconds to seconds per transaction, every other transaction queues behind it, and the
+pool's 30 s timeout fires (bench/README.md). Here the close is itself inline — nothing in it can be
+interrupted — so `InlineEngine` closes in place and the connection is free again before the `async with`
+block has even returned.
 """
 
 from __future__ import annotations
@@ -19,7 +27,22 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["connect_inline"]
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+__all__ = ["InlineEngine", "connect_inline"]
+
+
+class _ClosingInPlace(AsyncConnection):
+    async def __aexit__(self, type_: Any, value: Any, traceback: Any) -> None:
+        await self.close()  # inline statements: the close never waits, so it needs no task of its own
+
+
+class InlineEngine(AsyncEngine):
+    """An `AsyncEngine` over `connect_inline` connections whose `async with` blocks return the connection
+    to the pool in place (see the module docstring). Build it around a sync engine:
+    `InlineEngine(create_async_engine(...).sync_engine)`."""
+
+    _connection_cls = _ClosingInPlace
 
 
 class _Cursor:

@@ -20,7 +20,15 @@ from toolrun.server._service import ChatService
 from toolrun.server._state import ServerState
 from toolrun.server._users import Principal
 
-__all__ = ["Chat", "CurrentUser", "State", "get_chat_service", "get_current_user", "get_state"]
+__all__ = [
+    "Chat",
+    "CurrentUser",
+    "State",
+    "admit_run",
+    "get_chat_service",
+    "get_current_user",
+    "get_state",
+]
 
 _bearer = HTTPBearer(auto_error=False, description="An API token from `toolrun users add NAME`.")
 
@@ -37,6 +45,14 @@ async def get_state(request: Request) -> ServerState:
 
 async def get_chat_service(request: Request) -> ChatService:
     return _state(request).chat
+
+
+async def admit_run(request: Request) -> None:
+    """Refuse a request that would start a run while the process is full: `503` with `Retry-After`,
+    before the body is read. Streaming routes whose protocol reports errors inside the stream (AG-UI, the
+    AI SDK) take it as a route dependency so that a shed request is a plain 503, not a stream with an error
+    event. The chat service checks again when the run starts (the count is kept there)."""
+    _state(request).chat.admission.check()
 
 
 async def get_current_user(

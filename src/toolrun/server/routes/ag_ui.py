@@ -16,14 +16,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ag_ui.core import RunAgentInput
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError
+from toolrun.server._errors import OVERLOADED, PROBLEM_RESPONSES, ServiceError
 from toolrun.server._service import ChatService
 from toolrun.server._users import Principal
-from toolrun.server.deps import Chat, CurrentUser
+from toolrun.server.deps import Chat, CurrentUser, admit_run
 from toolrun.server.protocols.ag_ui import (
     AGUIEncoder,
     DecisionError,
@@ -67,7 +67,12 @@ _STREAM: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("/ag-ui", responses=_STREAM, summary="Run the assistant over AG-UI 1.0")
+@router.post(
+    "/ag-ui",
+    responses={**_STREAM, **OVERLOADED},
+    dependencies=[Depends(admit_run)],
+    summary="Run the assistant over AG-UI 1.0",
+)
 async def ag_ui_run(body: RunEnvelope, user: CurrentUser, chat: Chat) -> Any:
     """`RunAgentInput` in; an SSE stream of AG-UI events out. Confirmations are interrupts on
     `RUN_FINISHED`, answered with `RunAgentInput.resume` entries (`payload: {"approved": true|false}`).

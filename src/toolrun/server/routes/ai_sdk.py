@@ -17,14 +17,14 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError
+from toolrun.server._errors import OVERLOADED, PROBLEM_RESPONSES, ServiceError
 from toolrun.server._service import ChatService
 from toolrun.server._users import Principal
-from toolrun.server.deps import Chat, CurrentUser
+from toolrun.server.deps import Chat, CurrentUser, admit_run
 from toolrun.server.protocols.ai_sdk import HEADERS, AISDKEncoder, AISDKRequest, DecisionError, read_request
 from toolrun.server.routes._threads import check_text, find_thread, open_thread
 
@@ -57,7 +57,12 @@ _STREAM: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("/ai-sdk", responses=_STREAM, summary="Run the assistant for a Vercel AI SDK useChat client")
+@router.post(
+    "/ai-sdk",
+    responses={**_STREAM, **OVERLOADED},
+    dependencies=[Depends(admit_run)],
+    summary="Run the assistant for a Vercel AI SDK useChat client",
+)
 async def ai_sdk_chat(body: ChatBody, user: CurrentUser, chat: Chat) -> Any:
     """`{"id", "messages": [UIMessage...], "trigger"}` in (DefaultChatTransport's body); a UI message stream
     out, with header `x-vercel-ai-ui-message-stream: v1`."""

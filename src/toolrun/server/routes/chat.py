@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
-from toolrun.server._errors import PROBLEM_RESPONSES, problem_doc
+from toolrun.server._errors import OVERLOADED, PROBLEM_RESPONSES, problem_doc
 from toolrun.server.deps import Chat, CurrentUser
 from toolrun.server.schemas import ChatRequest, ChatResponse
 from toolrun.server.sse import SSE_DOC, sse_response
@@ -16,7 +16,8 @@ from toolrun.server.sse import SSE_DOC, sse_response
 router = APIRouter(prefix="/api/v1", tags=["chat"], responses=PROBLEM_RESPONSES)
 
 _CONFLICT: dict[int | str, dict[str, Any]] = {
-    409: problem_doc("The conversation has a run working, or waits for a decision.")
+    409: problem_doc("The conversation has a run working, or waits for a decision."),
+    **OVERLOADED,
 }
 _STREAM: dict[int | str, dict[str, Any]] = {
     200: {"description": "Server-sent events (see docs/service.md).", "content": {"text/event-stream": {}}}

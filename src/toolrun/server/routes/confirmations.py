@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
-from toolrun.server._errors import PROBLEM_RESPONSES, problem_doc
+from toolrun.server._errors import OVERLOADED, PROBLEM_RESPONSES, problem_doc
 from toolrun.server.deps import Chat, CurrentUser
 from toolrun.server.schemas import ChatResponse, DecisionRequest, EditPreview, EditRequest, PendingList
 from toolrun.server.sse import SSE_DOC, sse_response
@@ -17,7 +17,8 @@ from toolrun.server.sse import SSE_DOC, sse_response
 router = APIRouter(prefix="/api/v1", tags=["confirmations"], responses=PROBLEM_RESPONSES)
 
 _CONFLICT: dict[int | str, dict[str, Any]] = {
-    409: problem_doc("The conversation has a run working right now.")
+    409: problem_doc("The conversation has a run working right now."),
+    **OVERLOADED,
 }
 _STREAM: dict[int | str, dict[str, Any]] = {
     200: {"description": "Server-sent events (see docs/service.md).", "content": {"text/event-stream": {}}}
