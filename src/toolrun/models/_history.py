@@ -33,6 +33,7 @@ from toolrun.models._messages import (
     SystemMessage,
     ToolResultMessage,
     UserMessage,
+    clean_text,
 )
 from toolrun.tools import ToolCall
 
@@ -67,21 +68,6 @@ LOST_RESULT = (
 
 _CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def clean_text(text: str) -> str:
-    """`text` as valid Unicode without NUL: surrogate pairs joined, lone surrogates and NUL → U+FFFD.
-
-    Costs one `isascii()` for ASCII text and one failed-or-not `encode` otherwise.
-    """
-    if text.isascii():
-        return text.replace("\x00", "\ufffd") if "\x00" in text else text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # UTF-16 round trip: a high+low pair becomes its character, a lone half becomes U+FFFD.
-        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 def _bad_text(text: str, *, nul: bool = True) -> str | None:
