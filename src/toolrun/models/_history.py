@@ -294,6 +294,11 @@ def _repaired_arguments(arguments: Any) -> Any:
     return removed_arguments(f"the arguments {problem}")
 
 
+def _unicode(text: str) -> str:
+    """`text` with valid Unicode (NUL kept: instructions and tool output may hold one)."""
+    return text if _bad_text(text, nul=False) is None else clean_text(text)
+
+
 def repair_history(messages: Sequence[Message]) -> list[Message]:
     """`messages` made to satisfy `history_problems` (with `open_tail=True`), changing as little as it can.
 
@@ -330,7 +335,7 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
                 ToolResultMessage(
                     call_id=cid,
                     tool_name=clean_text(message.tool_name),
-                    content=clean_text(message.content),
+                    content=_unicode(message.content),
                     is_error=message.is_error,
                 )
             )
@@ -340,7 +345,7 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
         if isinstance(message, SystemMessage):
             if any(not isinstance(m, SystemMessage) for m in out):
                 continue
-            out.append(SystemMessage(content=clean_text(message.content)))
+            out.append(SystemMessage(content=_unicode(message.content)))
         elif isinstance(message, UserMessage):
             text = clean_text(message.content)
             if text.strip():
