@@ -45,7 +45,9 @@ from toolrun.tools import ToolCall
 
 __all__ = ["CheckedCalls", "OutputLimits", "TextCleaner", "check_calls", "clean_response", "used_call_ids"]
 
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# The strictest provider rule (Gemini's; OpenAI and Anthropic take a superset): names outside it are kept
+# only when they are registered (model clients send such tools under a provider-safe alias).
+_SAFE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9_-]+")
 TOO_MANY_CALLS = "TOO_MANY_CALLS"
 
@@ -201,7 +203,10 @@ def check_calls(
         refusal: ToolResult | None = None
         if not (_SAFE_NAME.fullmatch(name) or known(name)):
             shown = clean_text(name)
-            name = _UNSAFE_RUN.sub("_", shown).strip("_")[:64] or "unknown_tool"
+            name = _UNSAFE_RUN.sub("_", shown).strip("_")
+            if not name[:1].isalpha() or known(name):  # never another tool's name: it did not call that
+                name = f"unknown_{name}".rstrip("_")
+            name = name[:63]
             refusal = not_found(call_id, shown, suggest(shown))
             refusal.tool_name = name
         arguments, problem = _arguments(call.arguments, limits)

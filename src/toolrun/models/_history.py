@@ -153,10 +153,10 @@ def arguments_problem(
             return f"are {len(arguments)} characters long (the limit is {max_chars})"
         if "\x00" in arguments:
             return "hold a NUL character"
-        if _bad_text(arguments) is not None or (
-            _SURROGATE_ESCAPE.search(arguments) and _decoded_strings_bad(arguments)
-        ):
+        if _bad_text(arguments) is not None:
             return "are not valid Unicode (a lone surrogate)"
+        if (_SURROGATE_ESCAPE.search(arguments) or "\\u0000" in arguments) and _decoded_strings_bad(arguments):
+            return "hold a lone surrogate or a NUL character (as JSON escapes)"
         if text_depth_over(arguments, max_depth):
             return f"nest deeper than {max_depth} levels"
         return None
@@ -172,7 +172,7 @@ def arguments_problem(
 
 
 def _decoded_strings_bad(text: str) -> bool:
-    """Whether JSON `text` decodes to a string (key or value) that is not valid Unicode."""
+    """Whether JSON `text` decodes to a string (key or value) that is not valid Unicode or holds a NUL."""
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
@@ -181,7 +181,7 @@ def _decoded_strings_bad(text: str) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _bad_text(item, nul=False) is not None:
+            if _bad_text(item) is not None:
                 return True
         elif isinstance(item, Mapping):
             stack.extend(item.keys())
