@@ -409,12 +409,14 @@ class _Handlers:
             and result.error.details.get("reason") == "denied"
         ):
             if decision == "cancel":
-                result.error.message = f"The user dismissed the confirmation for {tool_name!r}; it did not run."
+                result.error.message = (
+                    f"The user dismissed the confirmation for {tool_name!r}; it did not run."
+                )
                 result.error.details["reason"] = "cancelled"
             else:
                 result.error.message = (
-                    f"The answer to the confirmation for {tool_name!r} was not a yes or no ('approve' must be "
-                    "true or false); it did not run."
+                    f"The answer to the confirmation for {tool_name!r} was not a yes or no "
+                    "('approve' must be true or false); it did not run."
                 )
                 result.error.details["reason"] = "invalid_answer"
         return result

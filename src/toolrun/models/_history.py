@@ -155,7 +155,8 @@ def arguments_problem(
             return "hold a NUL character"
         if _bad_text(arguments) is not None:
             return "are not valid Unicode (a lone surrogate)"
-        if (_SURROGATE_ESCAPE.search(arguments) or "\\u0000" in arguments) and _decoded_strings_bad(arguments):
+        escapes = _SURROGATE_ESCAPE.search(arguments) or "\\u0000" in arguments
+        if escapes and _decoded_strings_bad(arguments):
             return "hold a lone surrogate or a NUL character (as JSON escapes)"
         if text_depth_over(arguments, max_depth):
             return f"nest deeper than {max_depth} levels"
