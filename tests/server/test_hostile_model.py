@@ -54,7 +54,7 @@ from .conftest import sqlite_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-EXAMPLES = int(os.environ.get("TOOLRUN_HOSTILE_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("TOOLRUN_HOSTILE_EXAMPLES", "25"))
 
 # ------------------------------------------------------------------------------------------------------
 # The model's script
@@ -300,13 +300,18 @@ def assert_fit_for_every_provider(request: ModelRequest) -> None:
 # Driving the doors
 
 
+def _lines(text: str) -> list[str]:
+    """SSE lines end with CR, LF or CRLF only (`str.splitlines` would also split at U+2028, U+0085...)."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
 def _sse_events(text: str) -> list[str]:
-    return [line[len("event:") :].strip() for line in text.splitlines() if line.startswith("event:")]
+    return [line[len("event:") :].strip() for line in _lines(text) if line.startswith("event:")]
 
 
 def _data(text: str) -> list[Any]:
     out = []
-    for line in text.splitlines():
+    for line in _lines(text):
         if line.startswith("data:"):
             body = line[len("data:") :].strip()
             out.append(body if body == "[DONE]" else json.loads(body))
