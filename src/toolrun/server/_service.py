@@ -319,8 +319,9 @@ class ChatService:
         """Claim the conversation (a new one when `conversation_id` is None) and start a run for `message`.
 
         Raises:
-            ServiceError: 404 for an unknown (or another user's) conversation; 409 when it has a run working
-                or a confirmation pending.
+            ServiceError: 422 for a message no door takes (blank, too long, NUL, a lone surrogate: see
+                `toolrun.server._text`); 404 for an unknown (or another user's) conversation; 409 when it has
+                a run working or a confirmation pending.
         """
         self._check_open()
         problem = message_problem(message)
