@@ -350,7 +350,7 @@ def result(cid: str) -> ToolResultMessage:
                 UserMessage(content="hi"),
                 AssistantMessage(tool_calls=[call("a", arguments='{"t": "\\udc00"}')]),
             ],
-            "not valid Unicode",
+            "a lone surrogate",
         ),
         ([UserMessage(content="hi"), AssistantMessage(tool_calls=[call("a", name="")])], "name is empty"),
         ([UserMessage(content="hi"), SystemMessage(content="late")], "system message after"),

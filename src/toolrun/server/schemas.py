@@ -36,6 +36,8 @@ class ChatRequest(BaseModel):
         min_length=1,
         max_length=MAX_MESSAGE_CHARS,
         description="What the user says: not blank, valid Unicode, no NUL character.",
+        # the same rule in the schema (checked by _valid_message, which also refuses lone surrogates)
+        json_schema_extra={"pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"},
     )
     conversation_id: str | None = Field(
         default=None,
