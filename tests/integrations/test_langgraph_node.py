@@ -387,7 +387,9 @@ def test_read_decisions_accepts_both_shapes() -> None:
     assert read_decisions({"decisions": [{"type": "reject", "message": 5}, True]}, held)[1]
 
 
-@pytest.mark.parametrize("loose", ["no", "false", "yes", 1, 0, None, 1.0, {"approve": False}, ("deny", "why")])
+@pytest.mark.parametrize(
+    "loose", ["no", "false", "yes", 1, 0, None, 1.0, {"approve": False}, ("deny", "why")]
+)
 def test_read_decisions_takes_only_booleans_or_approve_reject(loose: Any) -> None:
     """The rule of every door that takes a decision: a truthy value never approves."""
     from toolrun.integrations.langgraph import _Held
