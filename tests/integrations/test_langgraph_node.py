@@ -387,6 +387,20 @@ def test_read_decisions_accepts_both_shapes() -> None:
     assert read_decisions({"decisions": [{"type": "reject", "message": 5}, True]}, held)[1]
 
 
+@pytest.mark.parametrize(
+    "loose", ["no", "false", "yes", 1, 0, None, 1.0, {"approve": False}, ("deny", "why")]
+)
+def test_read_decisions_takes_only_booleans_or_approve_reject(loose: Any) -> None:
+    """The rule of every door that takes a decision: a truthy value never approves."""
+    from toolrun.integrations.langgraph import _Held
+    from toolrun.tools import ToolCall
+
+    held = [_Held(0, ToolCall(id="a", name="t"), "c1", "s")]
+    for answer in ({"c1": loose}, {"decisions": [loose]}, {"decisions": {"c1": loose}}):
+        got, error = read_decisions(answer, held)
+        assert got == {} and error is not None, answer
+
+
 def test_import_toolrun_does_not_import_the_integrations() -> None:
     code = (
         "import sys, toolrun; "

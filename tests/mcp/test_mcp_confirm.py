@@ -236,3 +236,22 @@ async def test_the_person_is_shown_the_preview_and_their_reason_reaches_the_mode
     assert form.requested_schema["properties"]["reason"]["type"] == "string"
     assert result.is_error and "The user said: keep it please" in text(result)
     assert deleted == []
+
+
+@both
+@pytest.mark.parametrize("content", [{"approve": "no"}, {"approve": "true"}, {"approve": 1}, {}, None])
+async def test_an_answer_that_is_not_a_boolean_runs_nothing(
+    deleter: Deleter, mode: str, content: dict[str, Any] | None
+) -> None:
+    """Only `approve: true` approves: a form value passed through ("no", "true", 1) or no value at all is
+    refused with a clear error, and the held call can no longer run."""
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content=content)
+
+    async with Client(deleter.server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("delete_task", {"task_id": "t1"})
+    assert result.is_error
+    assert "CONFIRMATION_DENIED" in text(result) and "not a yes or no" in text(result)
+    assert deleter.deleted == []
+    assert await deleter.executor.pending_confirmations(ToolContext(user_id="u1")) == []

@@ -177,10 +177,13 @@ def test_public_surface() -> None:
             "UnknownModelError",
             "Usage",
             "UserMessage",
+            "clean_text",
+            "history_problems",
             "infer_model",
             "message_from_dict",
             "messages_from_json",
             "messages_to_json",
+            "repair_history",
         ]
     )
     for name in toolrun.models.__all__:

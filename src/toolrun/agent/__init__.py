@@ -1,6 +1,7 @@
 """The agent loop: native tool calling and planner mode, pause and resume, streaming events."""
 
 from toolrun.agent._agent import Agent
+from toolrun.agent._boundary import CheckedCalls, OutputLimits, check_calls
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
@@ -15,6 +16,7 @@ from toolrun.agent._run import (
     AgentRun,
     Approve,
     Deny,
+    InvalidDecisionError,
     InvalidRunError,
     PendingConfirmation,
     RunSignatureError,
@@ -28,9 +30,12 @@ __all__ = [
     "AgentEvent",
     "AgentRun",
     "Approve",
+    "CheckedCalls",
     "ConfirmationRequired",
     "Deny",
+    "InvalidDecisionError",
     "InvalidRunError",
+    "OutputLimits",
     "PendingConfirmation",
     "Plan",
     "PlannedCall",
@@ -42,6 +47,7 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
+    "check_calls",
     "loaded_tools",
     "make_search_tool",
 ]

@@ -24,6 +24,14 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
+from toolrun.agent._boundary import (
+    CheckedCalls,
+    OutputLimits,
+    TextCleaner,
+    check_calls,
+    clean_response,
+    used_call_ids,
+)
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
@@ -34,9 +42,18 @@ from toolrun.agent._events import (
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
-from toolrun.agent._run import AgentRun, Approve, Deny, PendingConfirmation, RunStatus, ToolCallRecord
+from toolrun.agent._run import (
+    AgentRun,
+    Approve,
+    Deny,
+    PendingConfirmation,
+    RunStatus,
+    ToolCallRecord,
+    check_decisions,
+)
 from toolrun.exceptions import ToolrunError
 from toolrun.models import (
+    AssistantMessage,
     FinalResponse,
     Message,
     Model,
@@ -104,6 +121,8 @@ class Agent:
             the tools it finds into view; for agents with too many tools to send them all.
         tool_limits: Calls allowed per run for some tools (`{"send_email": 2}`), on top of each tool's
             own `max_calls`: past it the model gets `BUDGET_EXCEEDED` for that tool and the run goes on.
+        output_limits: How much of a model's response is taken (text, arguments, calls); see
+            `toolrun.agent.OutputLimits`. Every response passes the model boundary (docs/security.md).
     """
 
     def __init__(
@@ -124,6 +143,7 @@ class Agent:
         prompt: PromptSource | None = None,
         tool_search: bool = False,
         tool_limits: Mapping[str, int] | None = None,
+        output_limits: OutputLimits | None = None,
     ) -> None:
         if mode not in ("native", "planner"):
             raise ValueError(f"mode must be 'native' or 'planner', not {mode!r}.")
@@ -156,6 +176,7 @@ class Agent:
         self.tool_limits = dict(tool_limits or {})
         if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.tool_limits.values()):
             raise ValueError("tool_limits maps tool names to whole numbers of calls >= 1.")
+        self.output_limits = output_limits if output_limits is not None else OutputLimits()
 
     # ----------------------------------------------------------------------------------------------------
     # Public API
@@ -200,10 +221,13 @@ class Agent:
             approvals: `{confirmation_id: True}` to approve, `False` to deny; `Approve(arguments=...)`
                 to approve the person's edited arguments, `Deny(reason=...)` to deny with a reason the
                 model receives. Each decision reaches its own call (by confirmation id, never by position).
+                Nothing else decides: a form value passed through (`"no"`, `{"approve": False}`, `1`)
+                is refused, so it can never approve.
                 Calls not mentioned stay pending, and the run stays paused until every one is decided.
             context: Who decides: the user who was asked (no user id for a run that had none).
 
         Raises:
+            InvalidDecisionError: a decision is not `True`, `False`, `Approve` or `Deny` (nothing ran).
             ValueError: the run is not awaiting confirmation, `approvals` names an id that is not
                 pending in it, or an edit's arguments are not valid for its tool (nothing ran).
         """
@@ -301,6 +325,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         if run.status != "awaiting_confirmation":
             raise ValueError(f"Only a run awaiting confirmation can resume; this one is {run.status!r}.")
+        check_decisions(approvals)
         unknown = set(approvals) - {p.confirmation_id for p in run.pending}
         if unknown:
             raise ValueError(f"No pending confirmation with id(s) {sorted(unknown)} in run {run.run_id}.")
@@ -519,12 +544,13 @@ class Agent:
                 else:
                     yield event
             assert response is not None  # _ask always ends with the response
-            run.messages.append(response.to_message())
-            if not response.tool_calls:
+            checked = self._check_calls(run, response.tool_calls)
+            run.messages.append(AssistantMessage(content=response.text, tool_calls=checked.calls))
+            if not checked.calls:
                 run.output = response.text
                 run.status = "completed"
                 return
-            async for event in self._run_calls(run, ctx, response.tool_calls):
+            async for event in self._run_calls(run, ctx, checked):
                 yield event
 
     async def _planner_steps(
@@ -532,7 +558,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         if run.plan is None:
             response = await self._ask_quietly(run, ctx, ModelRequest(run.messages, settings=self.settings))
-            run.messages.append(response.to_message())
+            run.messages.append(AssistantMessage(content=response.text))
             try:
                 plan = parse_plan(response.text)
             except PlanError as first:
@@ -540,7 +566,7 @@ class Agent:
                 response = await self._ask_quietly(
                     run, ctx, ModelRequest(run.messages, settings=self.settings)
                 )
-                run.messages.append(response.to_message())
+                run.messages.append(AssistantMessage(content=response.text))
                 try:
                     plan = parse_plan(response.text)
                 except PlanError as second:
@@ -552,7 +578,7 @@ class Agent:
                 return
             if plan.tool_calls:
                 calls = [ToolCall(name=c.tool, arguments=c.args) for c in plan.tool_calls]
-                async for event in self._run_calls(run, ctx, calls):
+                async for event in self._run_calls(run, ctx, self._check_calls(run, calls)):
                     yield event
                 if run.status != "running":
                     return
@@ -566,7 +592,7 @@ class Agent:
             else:
                 yield item
         assert answer is not None
-        run.messages.append(answer.to_message())
+        run.messages.append(AssistantMessage(content=answer.text))
         run.output = answer.text
         run.status = "completed"
 
@@ -608,6 +634,8 @@ class Agent:
         run.steps += 1
         response: ModelResponse | None = None
         time_left = ctx.time_left
+        cleaner = TextCleaner()
+        room = self.output_limits.max_text_chars
         try:
             async with (
                 asyncio.timeout(time_left),
@@ -617,7 +645,10 @@ class Agent:
             ):
                 async for event in events:
                     if isinstance(event, ModelTextDelta):
-                        yield TextDelta(text=event.text, step=run.steps)
+                        text = cleaner.feed(event.text)[: max(room, 0)]
+                        room -= len(text)
+                        if text:
+                            yield TextDelta(text=text, step=run.steps)
                     elif isinstance(event, FinalResponse):
                         response = event.response
         except TimeoutError:
@@ -626,8 +657,11 @@ class Agent:
             ) from None
         if response is None:
             raise RuntimeError("The model's stream ended without a final response.")
+        tail = cleaner.flush()[: max(room, 0)]
+        if tail:
+            yield TextDelta(text=tail, step=run.steps)
         run.usage += response.usage
-        yield response
+        yield clean_response(response, self.output_limits)
 
     async def _ask_quietly(
         self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest
@@ -646,15 +680,32 @@ class Agent:
                 "deadline_exceeded", "The run's deadline passed while the model was answering."
             ) from None
         run.usage += response.usage
-        return response
+        return clean_response(response, self.output_limits)
+
+    def _check_calls(self, run: AgentRun, calls: Sequence[ToolCall]) -> CheckedCalls:
+        """The model boundary for calls: unique safe ids, safe names, bounded arguments (`_boundary`)."""
+        tools, registry = self.tools, self.executor.registry
+        checked = check_calls(
+            calls,
+            used_ids=used_call_ids(run.messages),
+            known=lambda name: tools.find(name) is not None or registry.find(name) is not None,
+            suggest=tools.suggest,
+            limits=self.output_limits,
+        )
+        if checked.renamed:
+            logger.debug("agent run %s: call ids replaced: %s", run.run_id, checked.renamed)
+        return checked
 
     async def _run_calls(
-        self, run: AgentRun, ctx: ToolContext[Any], calls: Sequence[ToolCall]
+        self, run: AgentRun, ctx: ToolContext[Any], checked: CheckedCalls
     ) -> AsyncIterator[AgentEvent]:
         step = run.steps
+        calls, refused = checked.calls, checked.refused
         for call in calls:
             yield ToolCallStarted(call=call, step=step)
-        results = await self.executor.execute_many(list(calls), ctx, max_concurrency=self.max_concurrency)
+        runnable = [c for c in calls if c.id not in refused]
+        ran = iter(await self.executor.execute_many(runnable, ctx, max_concurrency=self.max_concurrency))
+        results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
         pending: list[PendingConfirmation] = []
         for call, result in zip(calls, results, strict=True):
             run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))

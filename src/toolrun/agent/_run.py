@@ -27,6 +27,7 @@ __all__ = [
     "AgentRun",
     "Approve",
     "Deny",
+    "InvalidDecisionError",
     "InvalidRunError",
     "PendingConfirmation",
     "RunSignatureError",
@@ -69,6 +70,38 @@ class InvalidRunError(ToolrunError, ValueError):
 class RunSignatureError(InvalidRunError):
     """A signed `AgentRun` was changed after it was signed, signed with another key, or not signed at all
     where a signature is required. Nothing of it can be trusted: start a new run."""
+
+
+class InvalidDecisionError(ToolrunError, ValueError):
+    """A decision given to `Agent.resume` that is not `True`/`Approve(...)` (approve) or `False`/`Deny(...)`
+    (deny).
+
+    Anything else — `"no"`, `"false"`, `1`, `None`, `{"approve": False}`, `("deny", "why")` — is refused
+    before anything runs: a loose reading would approve on any truthy value.
+
+    Attributes:
+        confirmation_id: The id whose decision was refused.
+    """
+
+    def __init__(self, confirmation_id: str, value: Any) -> None:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        super().__init__(
+            f"The decision for confirmation {confirmation_id!r} must be True (approve) or False (deny) "
+            "(or Approve(...) / Deny(...)), "
+            f"not {type(value).__name__} {shown}. Nothing was run."
+        )
+        self.confirmation_id = confirmation_id
+
+
+def check_decisions(approvals: Mapping[str, Any]) -> None:
+    """Raise `InvalidDecisionError` unless every value of `approvals` is exactly `True`, `False`, an
+    `Approve` or a `Deny`."""
+    if not isinstance(approvals, Mapping):
+        raise TypeError(f"approvals must be a mapping of confirmation id to a decision, not {approvals!r}.")
+    for confirmation_id, value in approvals.items():
+        if value is not True and value is not False and not isinstance(value, Approve | Deny):
+            raise InvalidDecisionError(str(confirmation_id), value)
 
 
 _T = TypeVar("_T")

@@ -127,13 +127,17 @@ def reason_of(answer: types.ElicitResult | None) -> str | None:
 
 
 def decision_of(answer: types.ElicitResult | None) -> str:
-    """`"approve"`, `"decline"` or `"cancel"`: only an accepted form with `approve` not false approves."""
+    """`"approve"`, `"decline"`, `"cancel"` or `"invalid"`: only an accepted form whose `approve` is the
+    boolean `true` approves; `false` declines; a missing `approve` or any other value (`"no"`, `"true"`,
+    `1`) is `"invalid"`, and nothing runs (the same rule as every other door that takes a decision)."""
     if answer is None or answer.action == "cancel":
         return "cancel"
     if answer.action != "accept":
         return "decline"
-    content = answer.content or {}
-    return "decline" if content.get("approve") is False else "approve"
+    approve = (answer.content or {}).get("approve")
+    if approve is True:
+        return "approve"
+    return "decline" if approve is False else "invalid"
 
 
 INVALID_STATE = (

@@ -404,12 +404,21 @@ class _Handlers:
             return await executor.approve(confirmation_id, context)
         result = await executor.deny(confirmation_id, context, reason)
         if (
-            decision == "cancel"
+            decision in ("cancel", "invalid")
             and result.error is not None
             and result.error.details.get("reason") == "denied"
         ):
-            result.error.message = f"The user dismissed the confirmation for {tool_name!r}; it did not run."
-            result.error.details["reason"] = "cancelled"
+            if decision == "cancel":
+                result.error.message = (
+                    f"The user dismissed the confirmation for {tool_name!r}; it did not run."
+                )
+                result.error.details["reason"] = "cancelled"
+            else:
+                result.error.message = (
+                    f"The answer to the confirmation for {tool_name!r} was not a yes or no "
+                    "('approve' must be true or false); it did not run."
+                )
+                result.error.details["reason"] = "invalid_answer"
         return result
 
 

@@ -24,6 +24,7 @@ from toolrun.models._errors import (
     UnknownModelError,
 )
 from toolrun.models._fake import ResponseLike
+from toolrun.models._history import clean_text, history_problems, repair_history
 from toolrun.models._infer import infer_model
 from toolrun.models._messages import (
     AssistantMessage,
@@ -84,8 +85,11 @@ __all__ = [
     "UnknownModelError",
     "Usage",
     "UserMessage",
+    "clean_text",
+    "history_problems",
     "infer_model",
     "message_from_dict",
     "messages_from_json",
     "messages_to_json",
+    "repair_history",
 ]

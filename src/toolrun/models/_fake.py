@@ -52,7 +52,12 @@ def _tokens(text: str) -> int:
 def _arguments_text(arguments: Any) -> str:
     if isinstance(arguments, str):
         return arguments
-    return json.dumps(dict(arguments) if arguments is not None else {}, ensure_ascii=False)
+    try:
+        return json.dumps(dict(arguments) if arguments is not None else {}, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        # what a hostile script may hold (nesting too deep, no JSON data): the agent's boundary refuses it;
+        # a test model must hand it over, not fail on it
+        return "{}"
 
 
 def estimate_usage(messages: Sequence[Message], response: ModelResponse) -> Usage:

@@ -62,6 +62,21 @@ ToolChoice: TypeAlias = str
 one tool the model must call (its registered name)."""
 
 
+def clean_text(text: str) -> str:
+    """`text` as valid Unicode without NUL: surrogate pairs joined, lone surrogates and NUL → U+FFFD.
+
+    Costs one `isascii()` for ASCII text and one `encode` otherwise. See `toolrun.models.history_problems`.
+    """
+    if text.isascii():
+        return text.replace("\x00", "\ufffd") if "\x00" in text else text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # UTF-16 round trip: a high+low pair becomes its character, a lone half becomes U+FFFD.
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
 # ------------------------------------------------------------------------------------------------------
 # Messages
 
@@ -128,7 +143,8 @@ class ToolResultMessage:
         return cls(
             call_id=result.call_id,
             tool_name=result.tool_name,
-            content=result.render(),
+            # A tool may return text no provider takes (a file name read with surrogateescape).
+            content=clean_text(result.render()),
             is_error=result.status == "error",
         )
 

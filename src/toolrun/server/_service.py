@@ -51,7 +51,17 @@ from toolrun.agent import RunFinished as AgentRunFinished
 from toolrun.agent import TextDelta as AgentTextDelta
 from toolrun.agent import ToolCallFinished as AgentToolCallFinished
 from toolrun.agent import ToolCallStarted as AgentToolCallStarted
-from toolrun.models import Message, SystemMessage, ToolResultMessage, UserMessage, message_from_dict
+from toolrun.models import (
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+    clean_text,
+    history_problems,
+    message_from_dict,
+    repair_history,
+)
+from toolrun.models._history import MAX_ARGUMENT_DEPTH, json_depth_over, text_depth_over
 from toolrun.results import ErrorCode
 from toolrun.server import _db
 from toolrun.server._admission import Admission
@@ -67,6 +77,7 @@ from toolrun.server._events import (
     ToolCallStarted,
 )
 from toolrun.server._observe import Observer
+from toolrun.server._text import message_problem
 from toolrun.server._users import Principal
 from toolrun.store import ConfirmationStore
 from toolrun.store import PendingConfirmation as StoredConfirmation
@@ -136,14 +147,35 @@ def iso_time(seconds: float) -> str:
 
 
 def _arguments(raw: Any) -> Any:
+    """A call's arguments for the API: decoded JSON when it is, the text otherwise; always clean Unicode.
+
+    Conversations written before the model boundary may hold anything: nesting too deep to serialise stays
+    text, and lone surrogates become U+FFFD, so such a conversation still reads.
+    """
     if isinstance(raw, str):
+        if text_depth_over(raw, MAX_ARGUMENT_DEPTH):
+            return clean_text(raw)
         try:
-            return json.loads(raw)
+            value = json.loads(raw)
         except ValueError:
-            return raw
+            return clean_text(raw)
+        return value if raw.isascii() and "\\u" not in raw else _clean(value)
     if isinstance(raw, Mapping):
-        return dict(raw)
+        if json_depth_over(raw, MAX_ARGUMENT_DEPTH):
+            return clean_text(json.dumps(raw, default=str)[:10_000])
+        return _clean(dict(raw))
     return {} if raw is None else raw
+
+
+def _clean(value: Any) -> Any:
+    """Decoded JSON with clean strings (keys too)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
 
 
 def pending_item(
@@ -169,7 +201,7 @@ def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, An
         "seq": seq,
         "run_id": run_id,
         "role": role,
-        "content": data.get("content") or "",
+        "content": clean_text(data.get("content") or ""),
         "tool_calls": None,
         "call_id": None,
         "tool_name": None,
@@ -177,7 +209,11 @@ def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, An
     }
     if role == "assistant":
         view["tool_calls"] = [
-            {"id": c.get("id"), "name": c.get("name"), "arguments": _arguments(c.get("arguments"))}
+            {
+                "id": clean_text(str(c.get("id"))),
+                "name": clean_text(str(c.get("name"))),
+                "arguments": _arguments(c.get("arguments")),
+            }
             for c in data.get("tool_calls") or ()
         ]
     elif role == "tool":
@@ -287,11 +323,15 @@ class ChatService:
         """Claim the conversation (a new one when `conversation_id` is None) and start a run for `message`.
 
         Raises:
-            ServiceError: 404 for an unknown (or another user's) conversation; 409 when it has a run working
-                or a confirmation pending; 503 (`overloaded`, with `retry_after`) when the process already
-                runs `max_runs` runs.
+            ServiceError: 422 for a message no door takes (blank, too long, NUL, a lone surrogate: see
+                `toolrun.server._text`); 404 for an unknown (or another user's) conversation; 409 when it has
+                a run working or a confirmation pending; 503 (`overloaded`, with `retry_after`) when the
+                process already runs `max_runs` runs.
         """
         self._check_open()
+        problem = message_problem(message)
+        if problem is not None:
+            raise ServiceError(422, "invalid_message", problem)
         self.admission.enter()
         try:
             handle = await self._message_run(principal, message, conversation_id)
@@ -325,7 +365,7 @@ class ChatService:
         async with self.engine.begin() as conn:
             if conversation_id is None:
                 conversation_id = "conv_" + secrets.token_hex(10)
-                title = " ".join(message.split())[:80] or "Conversation"
+                title = clean_text(" ".join(message.split()))[:80] or "Conversation"
                 await conn.execute(
                     _db.conversations.insert().values(
                         id=conversation_id,
@@ -810,6 +850,10 @@ class ChatService:
             d = json.loads(data)
             views.append(message_view(seq, run_id, d))
             stored.append(message_from_dict(d))
+        if history_problems(stored, open_tail=True):
+            # Written before the model boundary kept every history valid: what the model sees is repaired
+            # (the rows stay as they were; see toolrun.models.repair_history).
+            stored = repair_history(stored)
         return views, stored
 
     def _launch(
@@ -955,7 +999,7 @@ class ChatService:
                     "b_rid": job.run_id,
                     "b_status": run.status,
                     "b_state": state,
-                    "b_error": run.error,
+                    "b_error": clean_text(run.error) if run.error else None,
                     "b_now": now,
                 },
             )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+
+from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem
 
 __all__ = [
     "ChatRequest",
@@ -17,7 +19,12 @@ __all__ = [
     "PendingItem",
 ]
 
-MAX_MESSAGE_CHARS = 32_000
+
+def _valid_message(text: str) -> str:
+    problem = message_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
 
 
 class ChatRequest(BaseModel):
@@ -25,7 +32,13 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="What the user says.")
+    message: Annotated[str, AfterValidator(_valid_message)] = Field(
+        min_length=1,
+        max_length=MAX_MESSAGE_CHARS,
+        description="What the user says: not blank, valid Unicode, no NUL character.",
+        # the same rule in the schema (checked by _valid_message, which also refuses lone surrogates)
+        json_schema_extra={"pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"},
+    )
     conversation_id: str | None = Field(
         default=None,
         min_length=1,

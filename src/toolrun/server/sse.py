@@ -19,6 +19,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from toolrun.models import clean_text
 from toolrun.server._service import RunHandle
 
 __all__ = ["SSE_DOC", "sse_events", "sse_response"]
@@ -37,7 +38,8 @@ async def sse_events(handle: RunHandle) -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(
             id=f"{handle.run_id}:{n}",
             event=event.kind,
-            data=json.dumps(event.data(), ensure_ascii=False, separators=(",", ":")),
+            # clean_text: a tool's value may hold a lone surrogate, which would cut the stream when encoded
+            data=clean_text(json.dumps(event.data(), ensure_ascii=False, separators=(",", ":"))),
         )
 
 

@@ -49,6 +49,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
+from toolrun.models import clean_text
 from toolrun.server._events import (
     ConfirmationRequired,
     RunError,
@@ -201,7 +202,11 @@ class AGUIEncoder:
     def _encode(self, event: BaseEvent) -> str:
         if event.timestamp is None:
             event.timestamp = _now_ms()
-        return self._encoder.encode(event)
+        try:
+            return self._encoder.encode(event)
+        except ValueError:  # a string no UTF-8 takes (a tool's value, a client's echoed input): clean it
+            data = event.model_dump(by_alias=True, exclude_none=True)
+            return f"data: {clean_text(json.dumps(data, ensure_ascii=False, default=str))}\n\n"
 
     def run_started(self) -> list[str]:
         """`RUN_STARTED`, once: the first frame of every run."""

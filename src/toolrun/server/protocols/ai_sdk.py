@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolrun.models import clean_text
 from toolrun.server._events import (
     ConfirmationRequired,
     RunError,
@@ -164,7 +165,7 @@ class AISDKEncoder:
 
     @staticmethod
     def _frame(part: dict[str, Any]) -> str:
-        return f"data: {json.dumps(part, ensure_ascii=False, default=str)}\n\n"
+        return f"data: {clean_text(json.dumps(part, ensure_ascii=False, default=str))}\n\n"
 
     def start(self) -> list[str]:
         """The `start` part, once."""

@@ -19,14 +19,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from toolrun.models import clean_text
 from toolrun.server import _db
 from toolrun.server._errors import ServiceError
 from toolrun.server._service import ChatService
+from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem
 from toolrun.server._users import Principal
 
 __all__ = ["Thread", "check_text", "find_thread", "open_thread"]
 
-MAX_TEXT = 32_000
+MAX_TEXT = MAX_MESSAGE_CHARS
 
 
 class Thread:
@@ -78,7 +80,7 @@ async def open_thread(chat: ChatService, user: Principal, thread: Thread, first_
     if thread.exists:
         return
     now = time.time()
-    title = " ".join(first_message.split())[:80] or "Conversation"
+    title = clean_text(" ".join(first_message.split()))[:80] or "Conversation"
     try:
         async with chat.engine.begin() as conn:
             await conn.execute(
@@ -96,9 +98,5 @@ async def open_thread(chat: ChatService, user: Principal, thread: Thread, first_
 
 
 def check_text(text: str) -> str | None:
-    """Why a user message cannot be sent, or None."""
-    if not text.strip():
-        return "The message is empty."
-    if len(text) > MAX_TEXT:
-        return f"The message is longer than {MAX_TEXT} characters."
-    return None
+    """Why a user message cannot be sent, or None (the same rule as every other door)."""
+    return message_problem(text)

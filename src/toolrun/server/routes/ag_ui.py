@@ -12,6 +12,8 @@ What a client sends is a claim; the server's records decide:
 
 from __future__ import annotations
 
+import logging
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -35,6 +37,8 @@ from toolrun.server.protocols.ag_ui import (
 from toolrun.server.routes._threads import check_text, find_thread, open_thread
 
 __all__ = ["router"]
+
+logger = logging.getLogger("toolrun.server")
 
 router = APIRouter(prefix="/api/v1", tags=["ag-ui"], responses=PROBLEM_RESPONSES)
 
@@ -102,6 +106,12 @@ async def _frames(
             yield frame
     except ServiceError as exc:
         for frame in encoder.run_error(exc.detail, exc.code.upper()):
+            yield frame
+    except Exception:  # a bug or a store failure: the stream still ends with its terminal event
+        error_id = "err_" + secrets.token_hex(6)
+        logger.exception("AG-UI run failed (error_id=%s)", error_id)
+        message = f"The run failed on the server (error id {error_id})."
+        for frame in encoder.run_error(message, "INTERNAL_ERROR"):
             yield frame
 
 

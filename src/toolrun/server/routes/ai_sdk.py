@@ -13,6 +13,7 @@ included. What the client sends is a claim; the server's records decide:
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,6 +30,8 @@ from toolrun.server.protocols.ai_sdk import HEADERS, AISDKEncoder, AISDKRequest,
 from toolrun.server.routes._threads import check_text, find_thread, open_thread
 
 __all__ = ["router"]
+
+logger = logging.getLogger("toolrun.server")
 
 router = APIRouter(prefix="/api/v1", tags=["ai-sdk"], responses=PROBLEM_RESPONSES)
 
@@ -86,6 +89,11 @@ async def _frames(
             yield frame
     except ServiceError as exc:
         for frame in encoder.error(exc.detail):
+            yield frame
+    except Exception:  # a bug or a store failure: the stream still ends with its terminal event
+        error_id = "err_" + secrets.token_hex(6)
+        logger.exception("AI SDK run failed (error_id=%s)", error_id)
+        for frame in encoder.error(f"The run failed on the server (error id {error_id})."):
             yield frame
 
 
