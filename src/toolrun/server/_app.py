@@ -154,6 +154,7 @@ def create_app(
         run_timeout=settings.run_timeout,
         observer=obs,
         max_runs=settings.max_runs,
+        lease_seconds=settings.lease_seconds,
     )
     state = ServerState(
         settings=settings,

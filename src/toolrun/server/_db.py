@@ -82,6 +82,7 @@ runs = sa.Table(
     sa.Column("state", sa.Text(), nullable=True),  # AgentRun.to_json() while it can resume
     sa.Column("error", sa.Text(), nullable=True),
     sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("partial", sa.Text(), nullable=True),  # the answer so far of a working run (its heartbeat)
     sa.Column("created_at", sa.Double(), nullable=False),
     sa.Column("updated_at", sa.Double(), nullable=False),
     sa.Index("toolrun_runs_conversation", "conversation_id", "created_at"),
@@ -118,6 +119,7 @@ audit = sa.Table(
     sa.Column("confirmation_id", sa.String(64), nullable=True),
     sa.Column("rule_id", sa.String(64), nullable=True),  # the standing approval that decided the call
     sa.Index("toolrun_audit_user_time", "user_id", "timestamp"),
+    sa.Index("toolrun_audit_confirmation", "confirmation_id"),
 )
 
 
