@@ -135,8 +135,9 @@ async def _upgrade_0004_keeps_rows(url: str) -> None:
             )
             await conn.execute(
                 sa.text(
-                    "INSERT INTO toolrun_confirmations (id, user_id, tool_name, arguments_hash, call, summary, "
-                    "created_at, expires_at, metadata) VALUES ('conf_1', 'u1', 't', 'h', '{}', 's', 1, 2, '{}')"
+                    "INSERT INTO toolrun_confirmations (id, user_id, tool_name, arguments_hash, call, "
+                    "summary, created_at, expires_at, metadata) "
+                    "VALUES ('conf_1', 'u1', 't', 'h', '{}', 's', 1, 2, '{}')"
                 )
             )
         await upgrade(url, "0004")
@@ -148,8 +149,8 @@ async def _upgrade_0004_keeps_rows(url: str) -> None:
             ]
             await conn.execute(
                 sa.text(
-                    "INSERT INTO toolrun_confirmations (id, user_id, tool_name, arguments_hash, call, summary, "
-                    "created_at, expires_at, metadata, consumed_at) "
+                    "INSERT INTO toolrun_confirmations (id, user_id, tool_name, arguments_hash, call, "
+                    "summary, created_at, expires_at, metadata, consumed_at) "
                     "VALUES ('conf_2', 'u1', 't', 'h', '{}', 's', 1, 2, '{}', 1.5)"
                 )
             )
