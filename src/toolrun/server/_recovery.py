@@ -40,6 +40,12 @@ INTERRUPTED = "The server stopped while this run was working."
 EXPIRED = "Error CONFIRMATION_EXPIRED: the user did not decide in time; the action did not run."
 
 _r, _m, _a = _db.runs, _db.messages, _db.audit
+# Run on every claim of a conversation: built once (building a statement costs more than SQLite runs it).
+_STALE = sa.select(_r.c.id, _r.c.partial).where(
+    _r.c.conversation_id == sa.bindparam("b_cid"),
+    _r.c.status == "running",
+    _r.c.id != sa.bindparam("b_owner"),
+)
 
 
 async def next_seq(conn: AsyncConnection, conversation_id: str) -> int:
@@ -59,13 +65,7 @@ async def interrupt_stale_runs(
     conn: AsyncConnection, conversation_id: str, user: str, owner: str, now: float
 ) -> None:
     """Close the runs a dead process left `running` in this conversation (whose lease `owner` now holds)."""
-    stale = (
-        await conn.execute(
-            sa.select(_r.c.id, _r.c.partial).where(
-                _r.c.conversation_id == conversation_id, _r.c.status == "running", _r.c.id != owner
-            )
-        )
-    ).all()
+    stale = (await conn.execute(_STALE, {"b_cid": conversation_id, "b_owner": owner})).all()
     if not stale:
         return
     await conn.execute(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hmac
-from typing import Annotated, Any
+from typing import Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError, problem_doc
@@ -42,13 +42,14 @@ async def readyz(state: State) -> dict[str, str]:
         403: problem_doc("Metrics are not published: neither a token nor `TOOLRUN_METRICS_PUBLIC` is set."),
     },
 )
-async def metrics(state: State, authorization: Annotated[str | None, Header()] = None) -> Response:
+async def metrics(state: State, request: Request) -> Response:
     """Prometheus metrics of this process: with `Authorization: Bearer TOKEN` when `TOOLRUN_METRICS_TOKEN`
     is set, to anyone when `TOOLRUN_METRICS_PUBLIC=true`, else to nobody (403)."""
     settings = state.settings
     if settings.metrics_token is not None:
         expected = ("Bearer " + settings.metrics_token.get_secret_value()).encode()
-        given = (authorization or "").encode("utf-8", "surrogateescape")
+        # Read from the request, not declared as a parameter: the token is not part of the API's schema.
+        given = request.headers.get("authorization", "").encode("utf-8", "surrogateescape")
         if not hmac.compare_digest(given, expected):
             raise ServiceError(
                 401, "unauthorized", "Send the metrics token as `Authorization: Bearer TOKEN`."
