@@ -614,6 +614,17 @@ class ChatService:
                 .values(pending_run_id=None, updated_at=now, lease_until=None, lease_owner=None)
             )
             if claimed.rowcount != 1:
+                lease = (
+                    await conn.execute(
+                        sa.select(c.c.lease_until).where(c.c.id == conversation_id, c.c.user_id == user)
+                    )
+                ).scalar_one_or_none()
+                if lease is not None and lease >= now:  # a run holds it (a decision being carried out)
+                    raise ServiceError(
+                        409,
+                        "conversation_busy",
+                        "A run is already working on this conversation; wait for it to finish.",
+                    )
                 return True  # someone else moved it on meanwhile: just try again
             saved = (await conn.execute(sa.select(_r.c.state, _r.c.partial).where(_r.c.id == run_id))).first()
             seq = await _recovery.next_seq(conn, conversation_id)
