@@ -34,6 +34,7 @@ from .conftest import Client, make_service, sqlite_settings
 pytestmark = pytest.mark.slow
 
 LEASE = 1.5
+_APPROVED = "SELECT 1 FROM toolrun_audit WHERE confirmation_id = :c AND action = 'approve'"
 _SCRIPT = Path(__file__).with_name("_crash_server.py")
 
 
@@ -177,10 +178,8 @@ async def _approve_then_kill(tmp_path: Path, db: str, token: str, marker: str) -
             else:
                 await _until(lambda: (tmp_path / "model_waiting").exists(), "the model's next request")
                 await _until(  # the audit trail is written in batches: wait until it holds the call
-                    lambda: _rows(
-                        db, "SELECT 1 FROM toolrun_audit WHERE confirmation_id = :c", c=confirmation
-                    ),
-                    "the audit record",
+                    lambda: _rows(db, _APPROVED, c=confirmation),
+                    "the audit record of the approved call (the hold's record has the id too)",
                 )
             server.kill()
             with pytest.raises(httpx.HTTPError):
