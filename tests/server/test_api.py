@@ -343,6 +343,7 @@ async def test_health_ready_metrics(service: Service) -> None:
     assert (await http.get("/healthz")).json() == {"status": "ok"}
     assert (await http.get("/readyz")).json() == {"status": "ok"}
     await service.alice.chat("add Count me")
+    service.state.settings.metrics_public = True
     text = (await http.get("/metrics")).text
     assert 'toolrun_runs_total{status="completed"} 1.0' in text
     assert 'toolrun_tool_calls_total{outcome="ok",tool="create_task"} 1.0' in text

@@ -117,3 +117,60 @@ async def test_the_approvals_migration_keeps_rows_on_sqlite(tmp_path: Path) -> N
 @pytest.mark.slow
 async def test_the_approvals_migration_keeps_rows_on_postgres(postgres_url: str) -> None:
     await _approvals_step(postgres_url)
+
+
+async def _upgrade_0004_keeps_rows(url: str) -> None:
+    """0003 → 0004 on a database with rows: they stay; the new columns start empty; and back down."""
+    if await current_revision(url) is not None:
+        await downgrade(url, "base")
+    await upgrade(url, "0003")
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO toolrun_runs (id, user_id, conversation_id, status, model, created_at, "
+                    "updated_at) VALUES ('run_1', 'u1', 'conv_1', 'completed', 'demo', 1, 1)"
+                )
+            )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO toolrun_confirmations (id, user_id, tool_name, arguments_hash, call, "
+                    "summary, created_at, expires_at, metadata) "
+                    "VALUES ('conf_1', 'u1', 't', 'h', '{}', 's', 1, 2, '{}')"
+                )
+            )
+        await upgrade(url, "0004")
+        assert await current_revision(url) == "0004"
+        async with engine.begin() as conn:
+            assert (await conn.execute(sa.text("SELECT partial FROM toolrun_runs"))).all() == [(None,)]
+            assert (await conn.execute(sa.text("SELECT consumed_at FROM toolrun_confirmations"))).all() == [
+                (None,)
+            ]
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO toolrun_confirmations (id, user_id, tool_name, arguments_hash, call, "
+                    "summary, created_at, expires_at, metadata, consumed_at) "
+                    "VALUES ('conf_2', 'u1', 't', 'h', '{}', 's', 1, 2, '{}', 1.5)"
+                )
+            )
+        await downgrade(url, "0003")
+        cols = await _columns(url)
+        assert "partial" not in cols["toolrun_runs"] and "consumed_at" not in cols["toolrun_confirmations"]
+        async with engine.connect() as conn:
+            # a consumed confirmation meant a deleted row before 0004: it does not come back as pending
+            ids = (await conn.execute(sa.text("SELECT id FROM toolrun_confirmations"))).all()
+            assert ids == [("conf_1",)]
+            assert (await conn.execute(sa.text("SELECT id FROM toolrun_runs"))).all() == [("run_1",)]
+    finally:
+        await engine.dispose()
+    await downgrade(url, "base")
+
+
+async def test_0004_upgrade_and_downgrade_with_rows_on_sqlite(tmp_path: Path) -> None:
+    await _upgrade_0004_keeps_rows(f"sqlite+aiosqlite:///{tmp_path}/m2.db")
+
+
+@pytest.mark.slow
+async def test_0004_upgrade_and_downgrade_with_rows_on_postgres(postgres_url: str) -> None:
+    await _upgrade_0004_keeps_rows(postgres_url)

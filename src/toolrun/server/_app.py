@@ -16,12 +16,13 @@ from toolrun.apps.tasks import GitHubClient, TaskStore, create_demo_model, task_
 from toolrun.models import Model, infer_model
 from toolrun.registry import ToolRegistry
 from toolrun.runtime import ToolExecutor
-from toolrun.server._db import SQLAuditSink, create_engine
+from toolrun.server._audit_sink import SQLAuditSink
+from toolrun.server._db import create_engine
 from toolrun.server._errors import Problem, install_error_handlers
 from toolrun.server._middleware import RequestMiddleware
 from toolrun.server._observe import Observer
 from toolrun.server._service import ChatService
-from toolrun.server._settings import Settings
+from toolrun.server._settings import Settings, public_model_name
 from toolrun.server._state import ServerState
 from toolrun.server._users import UserStore
 from toolrun.server.routes import (
@@ -72,7 +73,7 @@ def _model(settings: Settings, model: Model | None) -> tuple[Model, str, bool]:
     if settings.is_demo:
         return create_demo_model(), "demo", True
     built = infer_model(settings.model)
-    return built, settings.model, False
+    return built, public_model_name(settings.model), False
 
 
 def create_app(
@@ -113,7 +114,9 @@ def create_app(
         gh = GitHubClient(settings.github_api, token=token)
     task_store = TaskStore(engine)
     registry = ToolRegistry([*task_tools(task_store, gh), *extra_tools])
-    audit = SQLAuditSink(engine)
+    if obs.tools is None:
+        obs.tools = registry  # metric labels: registered tool names only
+    audit = SQLAuditSink(engine, on_drop=obs.audit_records_dropped)
     executor = ToolExecutor(
         registry,
         confirmations=confirmations_store,
@@ -151,6 +154,7 @@ def create_app(
         run_timeout=settings.run_timeout,
         observer=obs,
         max_runs=settings.max_runs,
+        lease_seconds=settings.lease_seconds,
     )
     state = ServerState(
         settings=settings,
@@ -186,6 +190,10 @@ def create_app(
             await executor.aclose()
             if github is None:
                 await gh.aclose()
+            closer = getattr(chosen, "aclose", None)
+            if model is None and closer is not None:  # the model client this app made (its connections)
+                with contextlib.suppress(Exception):
+                    await closer()
             for closer in closers:
                 with contextlib.suppress(Exception):
                     await closer.aclose()

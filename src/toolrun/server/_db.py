@@ -6,10 +6,7 @@ Every row carries the `user_id` it belongs to, and every query of a user's data 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
-import json
 import logging
 import time
 from typing import Any
@@ -18,10 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from toolrun.runtime import AuditRecord
 from toolrun.server._sqlite import InlineEngine, connect_inline
 
-__all__ = ["SQLAuditSink", "create_engine", "metadata"]
+__all__ = ["create_engine", "metadata"]
 
 logger = logging.getLogger("toolrun.server")
 
@@ -86,6 +82,7 @@ runs = sa.Table(
     sa.Column("state", sa.Text(), nullable=True),  # AgentRun.to_json() while it can resume
     sa.Column("error", sa.Text(), nullable=True),
     sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("partial", sa.Text(), nullable=True),  # the answer so far of a working run (its heartbeat)
     sa.Column("created_at", sa.Double(), nullable=False),
     sa.Column("updated_at", sa.Double(), nullable=False),
     sa.Index("toolrun_runs_conversation", "conversation_id", "created_at"),
@@ -122,6 +119,7 @@ audit = sa.Table(
     sa.Column("confirmation_id", sa.String(64), nullable=True),
     sa.Column("rule_id", sa.String(64), nullable=True),  # the standing approval that decided the call
     sa.Index("toolrun_audit_user_time", "user_id", "timestamp"),
+    sa.Index("toolrun_audit_confirmation", "confirmation_id"),
 )
 
 
@@ -160,76 +158,6 @@ def create_engine(url: str, **options: Any) -> AsyncEngine:
         options.setdefault("max_overflow", 20)
     options.setdefault("pool_pre_ping", True)
     return create_async_engine(url, **options)
-
-
-class SQLAuditSink:
-    """The content-free audit trail in `toolrun_audit`: records are queued on the event loop and written in
-    batches by one background task (the executor calls `write` on its hot path: it must not wait)."""
-
-    def __init__(
-        self, engine: AsyncEngine, *, flush_interval: float = 0.25, max_queue: int = 100_000
-    ) -> None:
-        self.engine = engine
-        self.flush_interval = flush_interval
-        self.max_queue = max_queue
-        self._queue: list[dict[str, Any]] = []
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self.dropped = 0
-
-    def write(self, record: AuditRecord) -> None:
-        if len(self._queue) >= self.max_queue:
-            self.dropped += 1
-            return
-        self._queue.append(
-            {
-                "timestamp": record.timestamp,
-                "action": str(record.action),
-                "tool": record.tool,
-                "call_id": record.call_id,
-                "run_id": record.trace_id,
-                "conversation_id": record.conversation_id,
-                "user_id": record.principal,
-                "arguments_hash": record.arguments_hash,
-                "outcome": record.outcome,
-                "code": record.code,
-                "duration_ms": record.duration_ms,
-                "attempts": record.attempts,
-                "cached": record.cached,
-                "error_id": record.error_id,
-                "confirmation_id": record.confirmation_id,
-                "rule_id": record.rule_id,
-            }
-        )
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_interval)
-            await self.flush()
-
-    async def flush(self) -> None:
-        batch, self._queue = self._queue, []
-        if not batch:
-            return
-        try:
-            async with self.engine.begin() as conn:
-                await conn.execute(audit.insert(), batch)
-        except Exception as exc:  # the audit trail must never take the service down
-            logger.warning(
-                json.dumps(
-                    {"event": "audit_write_failed", "error": type(exc).__name__, "records": len(batch)}
-                )
-            )
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        await self.flush()
 
 
 def now() -> float:

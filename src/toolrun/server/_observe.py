@@ -3,7 +3,10 @@
 One log line per request, per run and per tool call, with request/conversation/run/call/user ids, the
 outcome and the duration — never message text, tool arguments or results (a canary test holds us to it).
 Metrics live in a `CollectorRegistry` of their own per app (no process globals): requests, runs and tool
-calls by outcome, and latency histograms.
+calls by outcome, latency histograms, and audit records dropped. Every label value comes from a closed set
+the server defines: routes are templates (`unmatched` for the rest), and a tool label is a registered
+tool's name or `unregistered` — a model chooses the names it calls, and a name it invented (or copied from
+a task title) must not become a series.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Container
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -20,7 +24,7 @@ from toolrun.agent import AgentRun
 from toolrun.results import ToolResult
 from toolrun.tools import ToolCall
 
-__all__ = ["JSONFormatter", "Observer", "configure_logging"]
+__all__ = ["UNREGISTERED", "JSONFormatter", "Observer", "configure_logging"]
 
 logger = logging.getLogger("toolrun.server")
 
@@ -72,11 +76,24 @@ def configure_logging(level: str = "INFO") -> None:
     logging.getLogger("uvicorn.access").disabled = True  # we log each request ourselves, with its ids
 
 
-class Observer:
-    """Logs and metrics of one app."""
+UNREGISTERED = "unregistered"
+"""The tool label of every call whose tool is not registered."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+
+class Observer:
+    """Logs and metrics of one app.
+
+    Args:
+        registry: The Prometheus registry (default: a new one).
+        tools: The registered tool names (anything with `in`: a `ToolRegistry`); a call of any other
+            name is counted under the label `unregistered`. None: every call is `unregistered`.
+    """
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, tools: Container[str] | None = None
+    ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self.tools = tools
         r = self.registry
         self.requests = Counter(
             "toolrun_http_requests",
@@ -108,6 +125,24 @@ class Observer:
             registry=r,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 15),
         )
+        self.audit_dropped = Counter(
+            "toolrun_audit_records_dropped",
+            "Audit records that could not be written, by reason (queue_full, invalid, database).",
+            ["reason"],
+            registry=r,
+        )
+
+    def tool_label(self, name: str) -> str:
+        """The metric label of a call of `name`: the name when it is registered, else `unregistered`."""
+        tools = self.tools
+        try:
+            return name if tools is not None and isinstance(name, str) and name in tools else UNREGISTERED
+        except Exception:  # a container that cannot answer: the safe label
+            return UNREGISTERED
+
+    def audit_records_dropped(self, reason: str, count: int) -> None:
+        """Count audit records the sink dropped (`SQLAuditSink(on_drop=...)`)."""
+        self.audit_dropped.labels(reason).inc(count)
 
     def request(
         self, *, method: str, route: str, status: int, seconds: float, request_id: str, user_id: str | None
@@ -131,8 +166,9 @@ class Observer:
         self, user_id: str, conversation_id: str, run_id: str, call: ToolCall, result: ToolResult
     ) -> None:
         code = result.error.code if result.error is not None else None
-        self.tool_calls.labels(call.name, result.status).inc()
-        self.tool_seconds.labels(call.name).observe(result.duration)
+        label = self.tool_label(call.name)
+        self.tool_calls.labels(label, result.status).inc()
+        self.tool_seconds.labels(label).observe(result.duration)
         logger.info(
             "tool_call",
             extra={

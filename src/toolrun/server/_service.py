@@ -18,9 +18,12 @@ How a run is kept safe:
 
 - The run executes in its own task, not in the request's: a client that disconnects stops receiving
   events, and the run goes on to its next safe point (its end, or a pause for confirmation) and is stored.
-- A conversation has a lease (`lease_until`): one run at a time works on it; a second message or decision
-  meanwhile answers 409. A lease left by a killed process expires after `run_timeout`, and a run it left
-  `running` is marked `failed` when the conversation is next claimed.
+- A conversation has a lease (`lease_until`, `lease_owner`): one run at a time works on it; a second
+  message or decision meanwhile answers 409. The lease is short (`lease_seconds`) and renewed by a
+  heartbeat while the run works (`_leases`), so a lease left by a killed process lapses within seconds; a
+  run it left `running` becomes `interrupted` when the conversation is next claimed, and its answer so far
+  is kept, flagged interrupted (`_recovery`). A run writes its end only while it still holds the lease
+  (checked in the transaction that writes), so nothing lands in a conversation taken over or deleted.
 - A paused run lives in `toolrun_runs.state` (the server's own JSON of it) and `toolrun_run_confirmations`
   maps each confirmation id to it. A decision loads the run from there, never from the request; the
   executor's confirmation store consumes the approval atomically, so an approved call runs once even when
@@ -38,7 +41,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -63,7 +66,7 @@ from toolrun.models import (
 )
 from toolrun.models._history import MAX_ARGUMENT_DEPTH, json_depth_over, text_depth_over
 from toolrun.results import ErrorCode
-from toolrun.server import _db
+from toolrun.server import _db, _recovery
 from toolrun.server._admission import Admission
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._events import (
@@ -76,6 +79,7 @@ from toolrun.server._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from toolrun.server._leases import Leases
 from toolrun.server._observe import Observer
 from toolrun.server._text import message_problem
 from toolrun.server._users import Principal
@@ -111,11 +115,6 @@ _CLAIM_PAUSED = (
     .where(*_CLAIM_WHERE, _c.c.pending_run_id == _bp("b_pending"), _LEASE_FREE)
     .values(lease_until=_bp("b_lease"), lease_owner=_bp("b_owner"))
 )
-_STALE_RUNS = (
-    _r.update()
-    .where(_r.c.conversation_id == _bp("b_cid"), _r.c.status == "running", _r.c.id != _bp("b_owner"))
-    .values(status="failed", error="The server stopped while this run was working.", updated_at=_bp("b_now"))
-)
 _HISTORY = (
     sa.select(_m.c.seq, _m.c.run_id, _m.c.data).where(_m.c.conversation_id == _bp("b_cid")).order_by(_m.c.seq)
 )
@@ -124,15 +123,30 @@ _INSERT_RUN = _r.insert()
 _FINISH_RUN = (
     _r.update()
     .where(_r.c.id == _bp("b_rid"))
-    .values(status=_bp("b_status"), state=_bp("b_state"), error=_bp("b_error"), updated_at=_bp("b_now"))
+    .values(
+        status=_bp("b_status"),
+        state=_bp("b_state"),
+        error=_bp("b_error"),
+        updated_at=_bp("b_now"),
+        partial=None,
+    )
 )
+# Only while the run still holds its lease: a run taken over (or whose conversation was deleted) writes
+# nothing. First statement of `_finish`'s transaction: on PostgreSQL it locks the row until the commit.
 _FINISH_CONVERSATION = (
     _c.update()
-    .where(*_CLAIM_WHERE)
+    .where(*_CLAIM_WHERE, _c.c.lease_owner == _bp("b_owner"))
     .values(pending_run_id=_bp("b_pending"), updated_at=_bp("b_now"), lease_until=None, lease_owner=None)
 )
 
-_EXPIRED_RESULT = "Error CONFIRMATION_EXPIRED: the user did not decide in time; the action did not run."
+_LOST = (
+    "This run lost its conversation (it was deleted, or taken over after this server missed its "
+    "heartbeats); nothing more of it is saved."
+)
+
+
+class _LeaseLost(Exception):
+    """Internal: the run no longer holds its conversation's lease."""
 
 
 class _Pending(Exception):
@@ -206,6 +220,7 @@ def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, An
         "call_id": None,
         "tool_name": None,
         "is_error": None,
+        "interrupted": data.get("interrupted") is True,
     }
     if role == "assistant":
         view["tool_calls"] = [
@@ -272,6 +287,8 @@ class _Job:
     next_seq: int
     resumed: bool
     started: float
+    partial: list[str] = field(default_factory=list)
+    """The text this run has streamed so far (its heartbeat saves it: kept if a crash cuts the run)."""
 
 
 class ChatService:
@@ -283,9 +300,10 @@ class ChatService:
         confirmations: The executor's confirmation store (the source of pending items).
         model_name: The model's name for events and responses.
         demo: Whether the model is the demo stand-in.
-        run_timeout: Seconds a run may take; also the conversation lease.
+        run_timeout: Seconds a run may take.
         observer: Logs and metrics.
         max_runs: Runs in flight at once in this process; more are refused with 503 (`_admission`).
+        lease_seconds: The conversation lease a working run holds, renewed every third of it.
     """
 
     def __init__(
@@ -299,6 +317,7 @@ class ChatService:
         run_timeout: float = 120.0,
         observer: Observer | None = None,
         max_runs: int | None = None,
+        lease_seconds: float = 15.0,
     ) -> None:
         self.engine = engine
         self.admission = Admission(max_runs)
@@ -308,6 +327,7 @@ class ChatService:
         self.demo = demo
         self.run_timeout = run_timeout
         self.observer = observer if observer is not None else Observer()
+        self.leases = Leases(engine, seconds=lease_seconds)
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
 
@@ -361,7 +381,7 @@ class ChatService:
         user = principal.user_id
         run_id = "run_" + secrets.token_hex(10)
         now = time.time()
-        lease = now + self.run_timeout + 30.0
+        lease = self.leases.until(now)
         async with self.engine.begin() as conn:
             if conversation_id is None:
                 conversation_id = "conv_" + secrets.token_hex(10)
@@ -471,7 +491,7 @@ class ChatService:
     ) -> RunHandle:
         user = principal.user_id
         now = time.time()
-        lease = now + self.run_timeout + 30.0
+        lease = self.leases.until(now)
         rc = _db.run_confirmations
         async with self.engine.begin() as conn:
             row = (
@@ -558,11 +578,14 @@ class ChatService:
         return dict(checked.value)
 
     async def _abandon_if_expired(self, user: str, conversation_id: str, run_id: str) -> bool:
-        """Close a paused run whose every confirmation expired (or is gone), so the conversation can go on.
+        """Close a paused run none of whose confirmations can be decided any more (expired, or consumed by
+        a decision whose run a crash cut), so the conversation can go on.
 
-        Its held calls get `CONFIRMATION_EXPIRED` results in the history (every tool call of a turn must
-        have a result before the model sees the conversation again), and the run ends `failed`. False when
-        a confirmation can still be decided (then the conversation stays paused).
+        Every held call gets a result in the history (every tool call of a turn must have one before the
+        model sees the conversation again) that says what the records show (`_recovery.held_call_result`:
+        "did not run" only for a confirmation never consumed), the answer a cut run had so far is kept
+        (flagged interrupted), and the run ends `failed` (all expired) or `interrupted` (a decision was
+        being carried out). False when a confirmation can still be decided (the conversation stays paused).
         """
         rc = _db.run_confirmations
         async with self.engine.connect() as conn:
@@ -573,9 +596,10 @@ class ChatService:
                 )
             ]
         now = time.time()
+        states: dict[str, str] = {}
         for cid in ids:
-            record = await self.confirmations.get(cid)
-            if record is not None and not record.expired(now):
+            states[cid] = await _recovery.confirmation_state(self.confirmations, cid, now)
+            if states[cid] == "pending":
                 return False
         async with self.engine.begin() as conn:
             c = _db.conversations
@@ -587,55 +611,65 @@ class ChatService:
                     c.c.pending_run_id == run_id,
                     sa.or_(c.c.lease_until.is_(None), c.c.lease_until < now),
                 )
-                .values(pending_run_id=None, updated_at=now)
+                .values(pending_run_id=None, updated_at=now, lease_until=None, lease_owner=None)
             )
             if claimed.rowcount != 1:
+                lease = (
+                    await conn.execute(
+                        sa.select(c.c.lease_until).where(c.c.id == conversation_id, c.c.user_id == user)
+                    )
+                ).scalar_one_or_none()
+                if lease is not None and lease >= now:  # a run holds it (a decision being carried out)
+                    raise ServiceError(
+                        409,
+                        "conversation_busy",
+                        "A run is already working on this conversation; wait for it to finish.",
+                    )
                 return True  # someone else moved it on meanwhile: just try again
-            state = (
-                await conn.execute(sa.select(_db.runs.c.state).where(_db.runs.c.id == run_id))
-            ).scalar_one_or_none()
-            seq = (
-                await conn.execute(
-                    sa.select(sa.func.count())
-                    .select_from(_db.messages)
-                    .where(_db.messages.c.conversation_id == conversation_id)
-                )
-            ).scalar_one()
-            rows = []
-            if state is not None:
-                run = AgentRun.from_json(json.loads(state)["run"])
-                results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
-                for i, call in enumerate(run.batch):
-                    result = results.get(call.id)
-                    if result is None or result.status == "confirmation_required":
-                        message = ToolResultMessage(
-                            call_id=call.id,
-                            tool_name=call.name,
-                            content=_EXPIRED_RESULT,
-                            is_error=True,
-                        )
+            saved = (await conn.execute(sa.select(_r.c.state, _r.c.partial).where(_r.c.id == run_id))).first()
+            seq = await _recovery.next_seq(conn, conversation_id)
+            decided = any(state != "expired" for state in states.values())
+            datas: list[dict[str, Any]] = []
+            if saved is not None and saved[0] is not None:
+                run = AgentRun.from_json(json.loads(saved[0])["run"])
+                held = {p.call.id: p.confirmation_id for p in run.pending}
+                for call, result in _recovery.held_calls(run):
+                    if result is None:
+                        cid = held.get(call.id)
+                        state = states.get(cid, "unknown") if cid is not None else "expired"
+                        message = await _recovery.held_call_result(conn, call, cid, state, user)
                     else:
                         message = ToolResultMessage.from_result(result)
-                    rows.append(
+                    datas.append(message.to_dict())
+            if saved is not None and saved[1]:
+                datas.append(_recovery.interrupted_message(saved[1]))
+                decided = True
+            if datas:
+                await conn.execute(
+                    _db.messages.insert(),
+                    [
                         {
                             "conversation_id": conversation_id,
                             "user_id": user,
                             "run_id": run_id,
                             "seq": seq + i,
-                            "role": "tool",
-                            "data": json.dumps(message.to_dict()),
+                            "role": data["role"],
+                            "data": json.dumps(data),
                             "created_at": now,
                         }
-                    )
-            if rows:
-                await conn.execute(_db.messages.insert(), rows)
+                        for i, data in enumerate(datas)
+                    ],
+                )
             await conn.execute(
                 _db.runs.update()
                 .where(_db.runs.c.id == run_id)
                 .values(
-                    status="failed",
+                    status="interrupted" if decided else "failed",
                     state=None,
-                    error="The pending confirmation expired before a decision.",
+                    partial=None,
+                    error=_recovery.INTERRUPTED
+                    if decided
+                    else "The pending confirmation expired before a decision.",
                     updated_at=now,
                 )
             )
@@ -725,19 +759,32 @@ class ChatService:
         }
 
     async def delete_conversation(self, principal: Principal, conversation_id: str) -> None:
-        """Delete a conversation with its messages, runs and pending confirmations (409 while a run works)."""
+        """Delete a conversation with its messages, runs and pending confirmations (409 while a run works).
+
+        The conversation's row goes first, in one statement that also checks no run holds its lease: on
+        PostgreSQL it waits for a claim in flight and sees its result (a decision that claimed first → 409;
+        one that comes after → it finds nothing, 404), and a run that lost its lease finds no row to finish
+        in. So after a 204 nothing of the conversation runs or is written.
+        """
         user = principal.user_id
         c = _db.conversations
         now = time.time()
         async with self.engine.begin() as conn:
-            row = (
-                await conn.execute(
-                    sa.select(c.c.lease_until).where(c.c.id == conversation_id, c.c.user_id == user)
+            gone = await conn.execute(
+                c.delete().where(
+                    c.c.id == conversation_id,
+                    c.c.user_id == user,
+                    sa.or_(c.c.lease_until.is_(None), c.c.lease_until < now),
                 )
-            ).first()
-            if row is None:
-                raise not_found("conversation")
-            if row[0] is not None and row[0] > now:
+            )
+            if gone.rowcount != 1:
+                found = (
+                    await conn.execute(
+                        sa.select(c.c.id).where(c.c.id == conversation_id, c.c.user_id == user)
+                    )
+                ).first()
+                if found is None:
+                    raise not_found("conversation")
                 raise ServiceError(
                     409, "conversation_busy", "A run is working on this conversation; try again."
                 )
@@ -763,7 +810,6 @@ class ChatService:
                     _db.runs.c.conversation_id == conversation_id, _db.runs.c.user_id == user
                 )
             )
-            await conn.execute(c.delete().where(c.c.id == conversation_id, c.c.user_id == user))
         for cid in ids:  # the approvals can no longer resume anything: withdraw them
             with contextlib.suppress(Exception):
                 await self.confirmations.consume(cid, user_id=user)
@@ -775,6 +821,7 @@ class ChatService:
         self._closing = True
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace)
+        await self.leases.aclose()
 
     def _check_open(self) -> None:
         if self._closing:
@@ -809,8 +856,8 @@ class ChatService:
         else:
             result = await conn.execute(_CLAIM_PAUSED, {**params, "b_pending": pending_run_id})
         if result.rowcount == 1:
-            # A run a killed process left behind can no longer finish: say so instead of "running" forever.
-            await conn.execute(_STALE_RUNS, {"b_cid": conversation_id, "b_owner": run_id, "b_now": now})
+            # A run a killed process left behind can no longer finish: say so, and keep what it had said.
+            await _recovery.interrupt_stale_runs(conn, conversation_id, user, run_id, now)
             return
         row = (
             await conn.execute(
@@ -871,6 +918,9 @@ class ChatService:
         handle.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        self.leases.hold(
+            job.run_id, partial=lambda: "".join(job.partial), on_lost=lambda: task.cancel() and None
+        )
         return handle
 
     async def _drive(
@@ -894,12 +944,16 @@ class ChatService:
         )
         message_id = f"msg_{run_id}_0"
         turn = 0
+        partial = job.partial
         try:
             async for event in events:
                 if isinstance(event, AgentTextDelta):
                     if event.step != turn:
                         turn = event.step
                         message_id = f"msg_{run_id}_{turn}"
+                        if partial:
+                            partial.append("\n\n")
+                    partial.append(event.text)
                     handle._put(TextDelta(run_id=run_id, message_id=message_id, text=event.text))
                 elif isinstance(event, AgentToolCallStarted):
                     handle._put(
@@ -936,6 +990,7 @@ class ChatService:
                             )
                         )
                 elif isinstance(event, AgentRunFinished):
+                    self.leases.release(run_id)  # the end is written under the lease, checked there
                     response = await self._finish(job, event.run, system_offset, decided)
                     obs.run_finished(
                         job.principal.user_id,
@@ -946,6 +1001,16 @@ class ChatService:
                         job.resumed,
                     )
                     handle._put(RunFinished(run_id=run_id, response=response))
+        except (_LeaseLost, asyncio.CancelledError) as exc:
+            # Lost the conversation (deleted, or taken over): stop, write nothing more, say so.
+            obs.run_error(job.principal.user_id, job.conversation_id, run_id, exc, "lease_lost")
+            handle._put(RunError(run_id=run_id, code="run_interrupted", message=_LOST))
+            closer = getattr(events, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(BaseException):
+                    await closer()
+            if isinstance(exc, asyncio.CancelledError) and not self.leases.lost(run_id):
+                raise  # cancelled by someone else than the heartbeat: let it be cancelled
         except Exception as exc:
             error_id = "err_" + secrets.token_hex(6)
             obs.run_error(job.principal.user_id, job.conversation_id, run_id, exc, error_id)
@@ -959,6 +1024,7 @@ class ChatService:
                 )
             )
         finally:
+            self.leases.release(run_id)
             handle._close()
 
     async def _finish(
@@ -991,6 +1057,18 @@ class ChatService:
         state = json.dumps({"run": run.to_json(), "persisted": len(run.messages)}) if paused else None
         rc = _db.run_confirmations
         async with self.engine.begin() as conn:
+            held = await conn.execute(
+                _FINISH_CONVERSATION,
+                {
+                    "b_cid": job.conversation_id,
+                    "b_uid": user,
+                    "b_owner": job.run_id,
+                    "b_pending": job.run_id if paused else None,
+                    "b_now": now,
+                },
+            )
+            if held.rowcount != 1:
+                raise _LeaseLost()
             if rows:
                 await conn.execute(_INSERT_MESSAGES, rows)
             await conn.execute(
@@ -1026,15 +1104,6 @@ class ChatService:
                 ]
                 if add:
                     await conn.execute(rc.insert(), add)
-            await conn.execute(
-                _FINISH_CONVERSATION,
-                {
-                    "b_cid": job.conversation_id,
-                    "b_uid": user,
-                    "b_pending": job.run_id if paused else None,
-                    "b_now": now,
-                },
-            )
         pending: list[dict[str, Any]] = []
         for p in run.pending if paused else ():
             record = await self.confirmations.get(p.confirmation_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Literal
@@ -15,9 +16,32 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DEFAULT_DATABASE_URL", "Settings", "SettingsError"]
+__all__ = ["DEFAULT_DATABASE_URL", "Settings", "SettingsError", "public_model_name"]
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./toolrun.db"
+
+
+# The model of an "openai-compatible:URL:MODEL" string (the URL's userinfo removed first: "KEY@host").
+_URL_MODEL = re.compile(
+    r"^https?://(?:\[[^\]/]+\]|[^/:\[\]@]+)(?::\d+)?(?:/[^:]*)?:(?P<model>[^:].*)$", re.IGNORECASE
+)
+_USERINFO = re.compile(r"^(https?://)[^/?#]*@", re.IGNORECASE)
+
+
+def public_model_name(spec: str) -> str:
+    """What the service shows of a `TOOLRUN_MODEL` string: the provider and the model's name, never a URL.
+
+    `openai-compatible:http://KEY@gateway:8000/v1:llama3.1` → `openai-compatible:llama3.1`; credentials
+    and internal hosts stay on the server (the page, `/api/v1/me`, replies and run events all show this).
+    """
+    spec = spec.strip()
+    provider, sep, rest = spec.partition(":")
+    if not sep:
+        return spec
+    if "://" not in rest:
+        return spec
+    found = _URL_MODEL.match(_USERINFO.sub(r"\1", rest))
+    return f"{provider}:{found['model']}" if found else provider
 
 
 class SettingsError(RuntimeError):
@@ -55,7 +79,14 @@ class Settings(BaseSettings):
     confirmation_ttl: float = Field(default=600.0, gt=0)
     """Seconds a pending confirmation can be approved."""
     run_timeout: float = Field(default=120.0, gt=0)
-    """Seconds one run (a message or a decision) may take; also the lease on a busy conversation."""
+    """Seconds one run (a message or a decision) may take."""
+    lease_seconds: float = Field(default=15.0, gt=0, le=3600)
+    """The lease a working run holds on its conversation, renewed by a heartbeat every third of it: a
+    conversation left by a killed process is free again this many seconds after its last heartbeat."""
+    metrics_token: SecretStr | None = None
+    """Bearer token that `/metrics` requires (`Authorization: Bearer TOKEN`)."""
+    metrics_public: bool = False
+    """Serve `/metrics` to anyone, without a token (for a port only the scraper can reach)."""
     max_steps: int = Field(default=10, ge=1)
     """Model requests per run."""
     instructions: str | None = None

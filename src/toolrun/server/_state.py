@@ -11,7 +11,7 @@ from toolrun.agent import Agent
 from toolrun.apps.tasks import GitHubClient, TaskStore
 from toolrun.registry import ToolRegistry
 from toolrun.runtime import ToolExecutor
-from toolrun.server._db import SQLAuditSink
+from toolrun.server._audit_sink import SQLAuditSink
 from toolrun.server._observe import Observer
 from toolrun.server._service import ChatService
 from toolrun.server._settings import Settings

@@ -101,6 +101,10 @@ class MessageView(BaseModel):
     call_id: str | None = None
     tool_name: str | None = None
     is_error: bool | None = None
+    interrupted: bool = Field(
+        default=False,
+        description="An answer the server's crash cut short: what the assistant had said until then.",
+    )
 
 
 class PendingItem(BaseModel):

@@ -20,10 +20,13 @@ and times as `time.time()` seconds in double precision columns, so a row reads t
 Every operation is ONE SQL statement, run in autocommit mode: the database's own statement-level
 atomicity is the whole argument, there is no read-then-write in Python and no transaction to get wrong.
 
-- `SQLConfirmationStore.consume` is `DELETE ... WHERE id = :id AND user_id = :user RETURNING ...`.
-  PostgreSQL: the second of two racing deletes blocks on the first one's row lock, then re-checks the
-  row, finds it gone and deletes nothing. SQLite: writers are serialised by the database lock. Either
-  way exactly one caller gets the row back; a wrong user matches nothing, so the row stays.
+- `SQLConfirmationStore.consume` is `UPDATE ... SET consumed_at = :now WHERE id = :id AND user_id = :user
+  AND consumed_at IS NULL RETURNING ...`. PostgreSQL: the second of two racing updates blocks on the first
+  one's row lock, then re-checks the row, finds it consumed and updates nothing. SQLite: writers are
+  serialised by the database lock. Either way exactly one caller gets the row back; a wrong user matches
+  nothing, so the row stays. The consumed row stays too, as a record that it was consumed (committed
+  before the approved call runs: after a crash, `consumed_at` tells "approved and taken by a run" from
+  "never decided"); `get` and `list_pending` no longer see it, `purge_expired` deletes it with the rest.
 - `SQLRateLimitStore.acquire` is one `INSERT ... ON CONFLICT (key) DO UPDATE ... RETURNING` that refills
   the bucket and takes the cost in SQL. PostgreSQL guarantees the upsert an atomic insert-or-update
   outcome, and its `DO UPDATE` works on the latest committed row under a row lock, so two racing
@@ -203,9 +206,10 @@ class _SQLStore:
 class SQLConfirmationStore(_SQLStore):
     """Pending confirmations in the table `<table_prefix>confirmations`, one row each.
 
-    `consume` is a single `DELETE ... RETURNING` filtered by id and user: of any number of concurrent
-    consumers, across processes and hosts, exactly one gets the row (see the module docstring). Expired
-    rows stay until consumed or `purge_expired` (call it now and then, e.g. from a periodic task).
+    `consume` is a single `UPDATE ... RETURNING` filtered by id, user and "not consumed yet": of any number
+    of concurrent consumers, across processes and hosts, exactly one gets the row (see the module
+    docstring), and the row stays as a record of it (`consumed_at`). Expired and consumed rows stay until
+    `purge_expired` (call it now and then, e.g. from a periodic task).
 
     Args:
         engine: A database URL (`"sqlite+aiosqlite:///toolrun.db"`,
@@ -238,19 +242,20 @@ class SQLConfirmationStore(_SQLStore):
             sa.Column("run_id", sa.String(), nullable=True),
             sa.Column("metadata", sa.Text(), nullable=False),  # JSON
             sa.Column("preview", sa.Text(), nullable=True),
+            sa.Column("consumed_at", sa.Double(), nullable=True),  # when it was taken; NULL: pending
             sa.Index(f"{name}_user", "user_id", "created_at"),
             sa.Index(f"{name}_expiry", "expires_at"),
         )
 
     async def create_tables(self) -> None:
-        """Create the table if it does not exist; add the `run_id` and `preview` columns to a table made
-        before it had them.
+        """Create the table if it does not exist; add the `run_id`, `preview` and `consumed_at` columns to
+        a table made before it had them.
 
-        The columns are nullable, so rows written by older versions stay readable (not bound to a run,
-        no preview). Safe to call on every start.
+        The columns are nullable, so rows written by older versions stay readable (not bound to a run, no
+        preview, not consumed). Safe to call on every start.
         """
         await super().create_tables()
-        for column, kind in (("run_id", "VARCHAR"), ("preview", "TEXT")):
+        for column, kind in (("run_id", "VARCHAR"), ("preview", "TEXT"), ("consumed_at", "DOUBLE PRECISION")):
             if column in await self._columns():
                 continue
             try:
@@ -281,6 +286,7 @@ class SQLConfirmationStore(_SQLStore):
             "run_id": pending.run_id,
             "metadata": json.dumps(dict(pending.metadata), separators=(",", ":")),
             "preview": pending.preview,
+            "consumed_at": None,
         }
         insert = self._insert(self.table).values(row)
         stmt = insert.on_conflict_do_update(
@@ -292,7 +298,8 @@ class SQLConfirmationStore(_SQLStore):
 
     async def get(self, confirmation_id: str) -> PendingConfirmation | None:
         """The pending confirmation, without using it; None when unknown or already used."""
-        stmt = sa.select(self.table).where(self.table.c.id == confirmation_id)
+        t = self.table
+        stmt = sa.select(t).where(t.c.id == confirmation_id, t.c.consumed_at.is_(None))
         async with self._auto.connect() as conn:
             row = (await conn.execute(stmt)).mappings().first()
         return None if row is None else _pending(row)
@@ -304,30 +311,43 @@ class SQLConfirmationStore(_SQLStore):
         """
         t = self.table
         stmt = (
-            sa.delete(t)
-            .where(t.c.id == confirmation_id, t.c.user_id == user_id)
-            .returning(*t.c)  # the deleted row itself: no window between reading and deleting
+            sa.update(t)
+            .where(t.c.id == confirmation_id, t.c.user_id == user_id, t.c.consumed_at.is_(None))
+            .values(consumed_at=time.time())
+            .returning(*t.c)  # the row itself: no window between reading and taking
         )
         async with self._auto.connect() as conn:
             row = (await conn.execute(stmt)).mappings().first()
         return None if row is None else _pending(row)
 
+    async def consumed_at(self, confirmation_id: str) -> float | None:
+        """When the confirmation was consumed (approved or denied and taken by its run); None when it is
+        pending, unknown or purged. Written before an approved call runs: a crash cannot lose it."""
+        t = self.table
+        stmt = sa.select(t.c.consumed_at).where(t.c.id == confirmation_id)
+        async with self._auto.connect() as conn:
+            value = (await conn.execute(stmt)).scalar_one_or_none()
+        return None if value is None else float(value)
+
     async def list_pending(self, user_id: str, *, now: float) -> list[PendingConfirmation]:
         """The confirmations of `user_id` not expired at `now`, oldest first."""
         t = self.table
         stmt = (
-            sa.select(t).where(t.c.user_id == user_id, t.c.expires_at > now).order_by(t.c.created_at, t.c.id)
+            sa.select(t)
+            .where(t.c.user_id == user_id, t.c.expires_at > now, t.c.consumed_at.is_(None))
+            .order_by(t.c.created_at, t.c.id)
         )
         async with self._auto.connect() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_pending(row) for row in rows]
 
     async def purge_expired(self, now: float) -> int:
-        """Delete the confirmations expired at `now`; return how many."""
-        stmt = sa.delete(self.table).where(self.table.c.expires_at <= now)
+        """Delete the confirmations expired at `now` (consumed ones too); return how many still pending."""
+        t = self.table
+        stmt = sa.delete(t).where(t.c.expires_at <= now).returning(t.c.consumed_at)
         async with self._auto.connect() as conn:
-            result = await conn.execute(stmt)
-        return max(0, result.rowcount)
+            consumed = (await conn.execute(stmt)).scalars().all()
+        return sum(1 for value in consumed if value is None)
 
 
 def _pending(row: sa.RowMapping) -> PendingConfirmation:
