@@ -1,4 +1,4 @@
-"""Candidates for `bench/search_equivalents.json`: the corpus tools that might make the same call as a gold tool.
+"""Candidates for `bench/search_equivalents.json`: corpus tools that might make the same call as a gold tool.
 
 For each of the 480 distinct gold tools of the 400 `multiple` / `parallel_multiple` questions, every other
 distinct name of the corpus is scored by
@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from search import distinct_names, load_queries, load_tools  # noqa: E402
+from search import distinct_names, load_queries, load_tools
 
-from toolrun import Tool  # noqa: E402
-from toolrun.search import ToolIndex, query_terms, split_name  # noqa: E402
+from toolrun import Tool
+from toolrun.search import ToolIndex, query_terms, split_name
 
 TOP = 10
 HIGH = 0.6
