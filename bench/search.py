@@ -231,12 +231,12 @@ def evaluate(
         half[4] += 1
     by_category = {c: hit / total for c, (hit, total) in per_category.items()}
     halves = {
-        name: {"recall@5": h[0] / h[2], "eq@5": h[1] / h[2], "all@5n": h[3] / h[4]}
+        name: {"recall@5": h[0] / max(h[2], 1), "eq@5": h[1] / max(h[2], 1), "all@5n": h[3] / max(h[4], 1)}
         for name, h in per_half.items()
     }
     held = per_half["held-out"]
     return Result(
-        label, hits1 / pairs, hits5 / pairs, pairs, latencies, by_category, held[0] / held[2], halves
+        label, hits1 / pairs, hits5 / pairs, pairs, latencies, by_category, held[0] / max(held[2], 1), halves
     )
 
 
