@@ -260,6 +260,41 @@ def test_feedback_moves_up_the_tools_like_the_best_ones(monkeypatch: pytest.Monk
     assert without["fx_convert"] == pytest.approx(without["unit_convert"])  # one query word each, same length
 
 
+def test_a_currency_or_a_unit_finds_the_tools_that_say_currency_or_unit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bm25s's lexicon (`SYNONYMS`): "100 euro in USD" shares no word with a currency converter's doc; a
+    currency's name also searches "currency", a unit's "unit", at `SYNONYM_WEIGHT`, below the query's own
+    words."""
+    tools = [
+        Tool.from_schema(
+            "currency_conversion",
+            "Convert a value from one currency to another.",
+            {"type": "object", "properties": {"amount": {}, "from_currency": {}, "to_currency": {}}},
+        ),
+        Tool.from_schema(
+            "unit_conversion",
+            "Convert a value from one unit to another.",
+            {"type": "object", "properties": {"value": {}, "from_unit": {}, "to_unit": {}}},
+        ),
+        Tool.from_schema("euro_cup_results", "Results of a match of the Euro football championship."),
+        Tool.from_schema("hiking_trails", "Find hiking trails longer than a number of miles near a city."),
+        Tool.from_schema("currency_history", "History of a currency since its creation."),
+    ]
+
+    def top(query: str) -> list[str]:
+        return [h.tool.name for h in ToolIndex(tools, engine="bm25s").search(query, 3)]
+
+    euros = top("100 euro in USD")
+    assert euros[0] == "euro_cup_results"  # the query's own word still weighs most
+    assert sorted(euros[1:]) == ["currency_conversion", "currency_history"]
+    assert top("how many km are 26 miles") == ["hiking_trails", "unit_conversion"]
+    assert top("convert 20 pounds to yen")[0] == "currency_conversion"
+    monkeypatch.setattr(toolrun.search, "SYNONYM_WEIGHT", 0.0)
+    assert top("100 euro in USD") == ["euro_cup_results"]
+    assert top("how many km are 26 miles") == ["hiking_trails"]
+
+
 def test_feedback_words_weigh_a_share_of_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
     """The expansion words together weigh FEEDBACK_WEIGHT × the query's stem count, the query's own stems
     left out: here "gamma", the one word of the matching tools that the query lacks, gets all of it."""
@@ -321,7 +356,8 @@ def money_tools() -> list[Tool]:
     ]
 
 
-def test_an_embedding_function_reranks_by_meaning() -> None:
+def test_an_embedding_function_reranks_by_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(toolrun.search, "SYNONYM_WEIGHT", 0.0)  # (bm25s's lexicon would find it by words)
     tools = money_tools()
     query = "Exchange 5000 yen into dollars"
     # By words alone, the history tool shares more of them (in its description, not a parameter's).
@@ -337,7 +373,8 @@ def test_an_embedding_function_reranks_by_meaning() -> None:
     assert index.search("zebra quantum", 3) == []
 
 
-def test_a_question_of_several_sentences_embeds_each() -> None:
+def test_a_question_of_several_sentences_embeds_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(toolrun.search, "SYNONYM_WEIGHT", 0.0)  # the sentence strengths below are by words
     embed = FakeEmbedder()
     index = ToolIndex(money_tools(), embed=embed)
     query = "Exchange 5000 yen into dollars at the currency rate. Then send an email to Bob."
@@ -394,7 +431,8 @@ FLOORS = {
     "bm25s": (0.90, 0.91, 0.93, 0.47),
     "fts5": (0.89, 0.91, 0.95, 0.45),
 }
-"""Just below what bench/search.py measured, over 696 (question, gold) pairs: bm25s recall@5 90.8 %
+"""Just below what bench/search.py measured, over 696 (question, gold) pairs (bm25s with its lexicon since:
+91.2 %, held-out half 91.5 %, recall@1 47.6 %); before the lexicon: bm25s recall@5 90.8 %
 (held-out half 91.2 %, `multiple` 94.0 %, `parallel_multiple` 89.5 %), recall@1 47.4 %; FTS5 90.1 % (91.8 %,
 95.5 %, 87.9 %), 46.1 %; the plain BM25 baseline over the same docs: 77.6 % (80.0 % held out) and 44.3 %."""
 

@@ -86,6 +86,31 @@ FEEDBACK_TERMS = 5
 FEEDBACK_WEIGHT = 0.05
 """bm25s, pseudo-relevance feedback: the expansion words' total weight, as a share of the query's own (each
 of a query's stems weighs 1; together the expansion words weigh this × the number of stems)."""
+_SYNONYM_CLASSES = (
+    (
+        "dollar euro yen pound rupee yuan renminbi franc peso ruble rouble krona usd eur gbp jpy inr cny cad "
+        "aud chf",
+        "currency",
+    ),
+    (
+        "kilometer kilometre km mile meter metre centimeter millimeter inch foot feet yard gallon liter "
+        "litre ounce pint quart cup tablespoon teaspoon kilogram kg gram celsius fahrenheit kelvin",
+        "unit",
+    ),
+    ("wind humidity rain snow precipitation", "weather"),
+    ("painting sculpture installation", "art artwork"),
+    ("monument landmark sightseeing", "attraction tourist"),
+    ("playground picnic", "park facility"),
+    ("cost costs", "price pricing"),
+    ("odds chance", "probability"),
+)
+SYNONYMS: Mapping[str, tuple[str, ...]] = {
+    word: tuple(extra.split()) for words, extra in _SYNONYM_CLASSES for word in words.split()
+}
+"""bm25s: a small lexicon of general vocabulary a question uses where tool docs use a more general word (a
+currency's name for "currency", a unit's for "unit"). A query word found here also searches its words,
+each weighing `SYNONYM_WEIGHT` (a query's own stems weigh 1)."""
+SYNONYM_WEIGHT = 0.5
 _MAX_SCHEMA_DEPTH = 4
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -227,6 +252,11 @@ class _Bm25s:
         self._np = np
         self._stemmer = Stemmer.Stemmer("english")
         self._lock = threading.Lock()  # a PyStemmer stemmer is not thread-safe
+        self._synonyms: dict[str, list[str]] = {}
+        for word, extra in SYNONYMS.items():
+            stem = self._stemmer.stemWord(word)
+            self._synonyms.setdefault(stem, [])
+            self._synonyms[stem] += [s for s in self._stemmer.stemWords(list(extra)) if s != stem]
         self._n = len(tools)
         corpus = [
             [
@@ -272,9 +302,17 @@ class _Bm25s:
         ids = [[self._ids[stem] for stem in stems if stem in self._ids] for stems in stemmed]
         if not any(ids):
             return [[] for _ in queries]
+        weights = [[1.0] * len(row) for row in ids]
+        if SYNONYM_WEIGHT > 0:
+            for stems, row, row_weights in zip(stemmed, ids, weights, strict=True):
+                extra = {s for stem in stems for s in self._synonyms.get(stem, ()) if s not in stems}
+                found = [self._ids[s] for s in sorted(extra) if s in self._ids]
+                row += found
+                row_weights += [SYNONYM_WEIGHT] * len(found)
         owners = np.repeat(np.arange(len(queries)), [len(row) for row in ids])
         terms = np.fromiter((i for row in ids for i in row), np.int64, len(owners))
-        matrix = self._sum(owners, terms, np.ones(len(terms)), len(queries))
+        weight = np.fromiter((w for row in weights for w in row), np.float64, len(owners))
+        matrix = self._sum(owners, terms, weight, len(queries))
         if FEEDBACK_DOCS > 0 and FEEDBACK_TERMS > 0 and FEEDBACK_WEIGHT > 0:
             matrix += self._feedback(matrix, owners, terms, [len(stems) for stems in stemmed])
         limit = min(limit, self._n)
