@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from toolrun.content import MAX_ITEM_BYTES, MAX_ITEMS, Content
 from toolrun.exceptions import ArgumentsError
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolError, ToolResult
@@ -143,6 +144,9 @@ class ToolExecutor:
         quota: Calls allowed per user over a window, across every tool (`"1000/day"`, a `RateLimit`):
             kept in `rate_limits` (so Redis or SQL shares it between processes). Past it a call does not
             start: `RATE_LIMITED` with `details["quota"]` and `retry_after`. None: no quota.
+        max_content_bytes: Most bytes one content item (image, file, audio) of a result may hold.
+        max_content_items: Most content items one result may carry. A result past either limit is
+            `RESULT_INVALID`, its message naming the limit.
     """
 
     def __init__(
@@ -171,6 +175,8 @@ class ToolExecutor:
         cancel_grace: float = 1.0,
         approval_rules: ApprovalRuleStore | None = None,
         quota: str | RateLimit | None = None,
+        max_content_bytes: int = MAX_ITEM_BYTES,
+        max_content_items: int = MAX_ITEMS,
     ) -> None:
         if default_timeout is not None and not default_timeout > 0:
             raise ValueError("default_timeout must be a positive number of seconds, or None.")
@@ -187,6 +193,8 @@ class ToolExecutor:
         self.transient_errors = tuple(transient_errors)
         self.log_exception_messages = log_exception_messages
         self.cancel_grace = cancel_grace
+        self.max_content_bytes = max_content_bytes
+        self.max_content_items = max_content_items
         self.retry_backoff = retry_backoff
         self.retry_backoff_max = retry_backoff_max
         self.approval_rules: ApprovalRuleStore = (
@@ -609,6 +617,30 @@ class ToolExecutor:
             inv.call.id,
         )
         return _errors.result_invalid(inv.call.id, inv.tool.name, error_id, problems)
+
+    def content_problems(self, items: Sequence[Content]) -> list[str]:
+        """What breaks this executor's content limits (items per result, bytes per item)."""
+        problems = []
+        if len(items) > self.max_content_items:
+            problems.append(f"{len(items)} content items, more than the limit of {self.max_content_items}")
+        for index, item in enumerate(items):
+            if item.size > self.max_content_bytes:
+                problems.append(
+                    f"content[{index}] ({item.kind}) holds {item.size:,} bytes, "
+                    f"more than the limit of {self.max_content_bytes:,}"
+                )
+        return problems
+
+    def content_invalid(self, inv: Invocation, problems: Sequence[str]) -> ToolResult:
+        """`RESULT_INVALID` for content that breaks a limit or is malformed; the message names the limit."""
+        error_id = _errors.new_error_id()
+        _logger.warning(
+            "Tool %r returned content that cannot be sent (error_id=%s, call_id=%s)",
+            inv.tool.name,
+            error_id,
+            inv.call.id,
+        )
+        return _errors.content_invalid(inv.call.id, inv.tool.name, error_id, problems)
 
     def backoff(self, attempt: int, error: ToolError | None) -> float:
         return backoff_delay(attempt, self.retry_backoff, self.retry_backoff_max, error)

@@ -57,6 +57,7 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from toolrun.content import CONTENT_TYPES, ContentError, ToolOutput, as_content
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, ok_result, truncate
@@ -75,6 +76,8 @@ _monotonic = time.monotonic
 _time = time.time
 _current_task = asyncio.current_task
 _NO_SNAPSHOT: Any = object()
+_CONTENT_ITEMS = frozenset(CONTENT_TYPES)
+_CONTENT_RETURNS = frozenset((*CONTENT_TYPES, ToolOutput))
 
 
 class _TimedOut(Exception):
@@ -463,6 +466,9 @@ class RunStage:
         executor = self._executor
         if isinstance(value, ToolResult):
             return self._own_result(inv, value)
+        kind = type(value)
+        if kind in _CONTENT_RETURNS or (kind is list and value and type(value[0]) in _CONTENT_ITEMS):
+            return self._content_result(inv, value)
         if self._check_output and type(value) not in self._fast_types:
             try:
                 problems = self.tool.output_problems(value)
@@ -479,6 +485,26 @@ class RunStage:
         if total is not None:
             result.metadata["truncated"] = True
             result.metadata["original_chars"] = total
+        return result
+
+    def _content_result(self, inv: Invocation, returned: Any) -> ToolResult:
+        """A handler returned content (an item, a list of items, a `ToolOutput`): the value is checked
+        and made JSON-safe as any other; the items are checked against the executor's size limits."""
+        try:
+            split = as_content(returned)
+        except ContentError as exc:
+            return self._executor.content_invalid(inv, [str(exc)])
+        value, items = split if split is not None else (None, ())
+        problems = self._executor.content_problems(items)
+        if problems:
+            return self._executor.content_invalid(inv, problems)
+        result = (
+            self._result(inv, value)
+            if value is not None
+            else ok_result(inv.call.id, self.tool.name, None, inv.attempts)
+        )
+        if result.status == "ok":
+            result.content = items
         return result
 
     def _own_result(self, inv: Invocation, result: ToolResult) -> ToolResult:
@@ -504,6 +530,16 @@ class RunStage:
         )
         if out.status == "error" and out.error is None:
             return self._executor.invalid_result(inv, result)
+        if result.content:
+            items = tuple(result.content)
+            problems = [
+                f"content[{i}] is a {type(item).__name__}, not a content item"
+                for i, item in enumerate(items)
+                if type(item) not in _CONTENT_ITEMS
+            ] or self._executor.content_problems(items)
+            if problems:
+                return self._executor.content_invalid(inv, problems)
+            out.content = items
         if total is not None:
             out.metadata["truncated"] = True
             out.metadata["original_chars"] = total
