@@ -326,8 +326,8 @@ class ToolOutput(Generic[T]):
 
     value: T | None = None
     """The JSON result (what `ToolResult.value` holds)."""
-    content: tuple[Content, ...] = field(default=())
-    """The content items, in order (any iterable is kept as a tuple)."""
+    content: Sequence[Content] = field(default=())
+    """The content items, in order (kept as a tuple)."""
 
     def __post_init__(self) -> None:
         items = tuple(self.content) if isinstance(self.content, Iterable) else (self.content,)
@@ -375,7 +375,7 @@ def as_content(value: Any) -> tuple[Any, tuple[Content, ...]] | None:
     """`(json value, content)` when a tool's return value is content (an item, a list of items, a
     `ToolOutput`); None otherwise. A list mixing content and other values is refused."""
     if isinstance(value, ToolOutput):
-        return value.value, value.content
+        return value.value, tuple(value.content)
     if isinstance(value, Text | Image | Audio | File | ResourceLink):
         return None, (value,)
     if type(value) is list and value and isinstance(value[0], CONTENT_TYPES):
