@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from toolrun import ToolContext, ToolRegistry, tool
-from toolrun.content import Audio, File, Image, ResourceLink, Text, ToolOutput
 
 STATE: dict[str, asyncio.Event] = {}
 """Events a test can wait on (in-process servers only)."""
@@ -97,31 +96,3 @@ def build_registry() -> ToolRegistry:
 registry = build_registry()
 """The stdio subprocess's tools: the above, plus `crash`."""
 registry.register(crash)
-
-
-def _png() -> bytes:
-    from media_samples import png
-
-    return png(2, 2)
-
-
-@tool(read_only=True)
-async def chart(title: str) -> ToolOutput[dict[str, int]]:
-    """A chart as an image, with its numbers, a report file and a link to the full data."""
-    from media_samples import pdf, wav
-
-    return ToolOutput(
-        value={"points": 12},
-        content=[
-            Text(title),
-            Image(data=_png()),
-            Audio(data=wav(4)),
-            File(data=pdf(), name="report.pdf"),
-            File(data=b"a,b\n1,2\n", name="data.csv", media_type="text/csv"),
-            ResourceLink(uri="https://example.org/full.csv", name="full data", media_type="text/csv"),
-        ],
-    )
-
-
-content_registry = ToolRegistry([chart])
-"""A tool returning every kind of content (`sample_tools:content_registry` for the stdio server)."""

@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as FastImage
-from sample_tools import content_registry
+from content_tools import content_registry
 
 from mcp import Client, StdioServerParameters
 from media_samples import png
@@ -73,7 +73,7 @@ async def test_over_stdio() -> None:
     path = os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolrun.mcp", "serve", "sample_tools:content_registry", "--user", "u1"],
+        args=["-m", "toolrun.mcp", "serve", "content_tools:content_registry", "--user", "u1"],
         env={**os.environ, "PYTHONPATH": path},
     )
     async with Client(params) as client:
