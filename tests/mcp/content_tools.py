@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from media_samples import pdf, png, wav
-
 from toolrun import ToolRegistry, tool
 from toolrun.content import Audio, File, Image, ResourceLink, Text, ToolOutput
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from content_tools import content_registry
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as FastImage
-from content_tools import content_registry
 
 from mcp import Client, StdioServerParameters
 from media_samples import png
