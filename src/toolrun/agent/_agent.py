@@ -160,6 +160,7 @@ class Agent:
             self.tools = ToolRegistry(tools)
         self.prompt = prompt
         self.tool_search = tool_search
+        self._read_result_tools: tuple[tuple[int, int], ToolSet] | None = None
         self.tools, self._pinned, instructions = compose(
             self.tools, executor, prompt, tool_search, instructions
         )
@@ -607,9 +608,23 @@ class Agent:
                 run.messages[0] = system
             else:
                 run.messages.insert(0, system)
-        if self.tool_search:
-            return visible_tools(self.tools, self._pinned, ctx.state)
-        return self.tools
+        tools = visible_tools(self.tools, self._pinned, ctx.state) if self.tool_search else self.tools
+        return self._with_read_result(tools)
+
+    def _with_read_result(self, tools: ToolSet) -> ToolSet:
+        """`tools`, plus the executor's built-in `read_result` once some result was cut to an output budget
+        (so the model can page what was left out), unless a tool of that name is there already."""
+        executor = self.executor
+        if not executor.artifacts_made or tools.find("read_result") is not None:
+            return tools
+        reader = executor.builtin_tool("read_result")
+        if reader is None:  # pragma: no cover - the executor always has it
+            return tools
+        key = (id(tools), tools.version)
+        cached = self._read_result_tools
+        if cached is None or cached[0] != key:
+            cached = self._read_result_tools = (key, ToolRegistry([*tools.tools(), reader]))
+        return cached[1]
 
     def _check_limits(self, run: AgentRun, ctx: ToolContext[Any]) -> None:
         if run.steps >= self.max_steps:

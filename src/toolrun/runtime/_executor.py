@@ -37,6 +37,7 @@ from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._approvals import describe_changes, make_preview
 from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, log_audit_record
+from toolrun.runtime._budget import READ_RESULT, ArtifactStore, InMemoryArtifactStore, read_result_tool
 from toolrun.runtime._chain import ChainStep, run_chain
 from toolrun.runtime._events import (
     ConfirmationResolved,
@@ -70,7 +71,7 @@ from toolrun.store import (
     PendingConfirmation,
     RateLimitStore,
 )
-from toolrun.tools import RateLimit, Tool, ToolBudget, ToolCall, ToolContext, parse_rate_limit
+from toolrun.tools import OutputBudget, RateLimit, Tool, ToolBudget, ToolCall, ToolContext, parse_rate_limit
 
 __all__ = ["ToolExecutor"]
 
@@ -147,6 +148,13 @@ class ToolExecutor:
         max_content_bytes: Most bytes one content item (image, file, audio) of a result may hold.
         max_content_items: Most content items one result may carry. A result past either limit is
             `RESULT_INVALID`, its message naming the limit.
+        output_budget: How much of a result the model is shown, for tools without their own
+            `output_budget` (characters, or an `OutputBudget` with another counter). A result over it is
+            cut where its structure allows and kept whole in `artifacts`; the built-in `read_result` tool
+            (answered by this executor when the registry has none of that name) pages it. Tools with a
+            budget are not cut by `max_result_chars`.
+        artifacts: Where whole results over budget are kept (default: in memory, 1024 entries).
+        artifact_ttl: Seconds a kept result can be read.
     """
 
     def __init__(
@@ -177,6 +185,9 @@ class ToolExecutor:
         quota: str | RateLimit | None = None,
         max_content_bytes: int = MAX_ITEM_BYTES,
         max_content_items: int = MAX_ITEMS,
+        output_budget: int | OutputBudget | None = None,
+        artifacts: ArtifactStore | None = None,
+        artifact_ttl: float = 3600.0,
     ) -> None:
         if default_timeout is not None and not default_timeout > 0:
             raise ValueError("default_timeout must be a positive number of seconds, or None.")
@@ -195,6 +206,12 @@ class ToolExecutor:
         self.cancel_grace = cancel_grace
         self.max_content_bytes = max_content_bytes
         self.max_content_items = max_content_items
+        self.output_budget = OutputBudget.coerce(output_budget) if output_budget is not None else None
+        self.artifacts: ArtifactStore = artifacts if artifacts is not None else InMemoryArtifactStore()
+        self.artifact_ttl = artifact_ttl
+        self.artifacts_made = False
+        """Set once a result was cut to a budget (the agent then shows the model `read_result`)."""
+        self._builtins: dict[str, Tool] = {}
         self.retry_backoff = retry_backoff
         self.retry_backoff_max = retry_backoff_max
         self.approval_rules: ApprovalRuleStore = (
@@ -618,6 +635,15 @@ class ToolExecutor:
         )
         return _errors.result_invalid(inv.call.id, inv.tool.name, error_id, problems)
 
+    def builtin_tool(self, name: str) -> Tool | None:
+        """The executor's own tool of that name (`read_result`), or None."""
+        if name != READ_RESULT:
+            return None
+        tool = self._builtins.get(name)
+        if tool is None:
+            tool = self._builtins[name] = read_result_tool(self.artifacts)
+        return tool
+
     def content_problems(self, items: Sequence[Content]) -> list[str]:
         """What breaks this executor's content limits (items per result, bytes per item)."""
         problems = []
@@ -656,6 +682,8 @@ class ToolExecutor:
         plan = self._plans.get(name)
         if plan is None:
             tool = self.registry.find(name) if isinstance(name, str) else None
+            if tool is None:
+                tool = self.builtin_tool(name)
             if tool is None:
                 return None
             stages = self.stages_for(tool)

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from toolrun.content import CONTENT_TYPES, ContentError, ToolOutput, as_content
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import _errors
+from toolrun.runtime._budget import apply_budget
 from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, ok_result, truncate
 from toolrun.runtime._events import ToolRetrying
 from toolrun.runtime._invocation import Invocation
@@ -245,6 +246,7 @@ class RunStage:
     options read once."""
 
     __slots__ = (
+        "_budget",
         "_check_output",
         "_direct",
         "_executor",
@@ -253,6 +255,7 @@ class RunStage:
         "_is_async",
         "_isolates",
         "_max_calls",
+        "_max_chars",
         "_retries",
         "_timeout",
         "tool",
@@ -269,6 +272,9 @@ class RunStage:
         self._is_async = tool.is_async
         self._direct = tool.direct_handler()
         self._check_output, self._fast_types = fast_output_types(tool)
+        builtin = tool is executor.builtin_tool(tool.name)  # read_result's pages are never cut again
+        self._budget = None if builtin else opts.output_budget or executor.output_budget
+        self._max_chars = None if self._budget is not None else executor.max_result_chars
         self._max_calls = opts.max_calls
 
     def _count_tool(self, inv: Invocation, budget: ToolBudget) -> ToolResult | None:
@@ -396,6 +402,8 @@ class RunStage:
                     result = ok_result(inv.call.id, self.tool.name, value, attempt)
                 else:
                     result = self._result(inv, value)
+                    if self._budget is not None and result.status == "ok":
+                        result = await self._within_budget(result, call_ctx)
                 if result.status != "error":
                     if call_ctx is not ctx:
                         try:
@@ -480,7 +488,7 @@ class RunStage:
             safe = json_safe(value)
         except ResultNotJSON:
             return executor.invalid_result(inv, value)
-        safe, total = truncate(safe, executor.max_result_chars)
+        safe, total = truncate(safe, self._max_chars)
         result = ok_result(inv.call.id, self.tool.name, safe, inv.attempts)
         if total is not None:
             result.metadata["truncated"] = True
@@ -507,6 +515,23 @@ class RunStage:
             result.content = items
         return result
 
+    async def _within_budget(self, result: ToolResult, context: ToolContext[Any]) -> ToolResult:
+        """The result cut to the output budget (and kept whole as an artifact) when it is over it."""
+        executor = self._executor
+        assert self._budget is not None  # only called with a budget
+        out = await apply_budget(
+            result,
+            self.tool,
+            self._budget,
+            context,
+            executor.artifacts,
+            executor.artifact_ttl,
+            check_output=self._check_output,
+        )
+        if out is not result:
+            executor.artifacts_made = True
+        return out
+
     def _own_result(self, inv: Invocation, result: ToolResult) -> ToolResult:
         """A handler returned a whole `ToolResult` (to set a message, metadata, or hide the value)."""
         if result.status not in ("ok", "error"):
@@ -516,7 +541,7 @@ class RunStage:
             metadata = json_safe(result.metadata)
         except ResultNotJSON:
             return self._executor.invalid_result(inv, result.value)
-        safe, total = truncate(safe, self._executor.max_result_chars)
+        safe, total = truncate(safe, self._max_chars)
         out = ToolResult(
             call_id=inv.call.id,
             tool_name=self.tool.name,
