@@ -8,6 +8,7 @@ from toolrun.agent._events import (
     RunFinished,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.agent._extras import SEARCH_TOOL_NAME, PromptSource, loaded_tools, make_search_tool
@@ -45,6 +46,7 @@ __all__ = [
     "RunStatus",
     "TextDelta",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallRecord",
     "ToolCallStarted",
     "check_calls",

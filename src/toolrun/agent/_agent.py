@@ -38,6 +38,7 @@ from toolrun.agent._events import (
     RunFinished,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
@@ -75,7 +76,7 @@ from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
 from toolrun.store import NO_USER
 from toolrun.store import PendingConfirmation as StoredConfirmation
-from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.tools import ProgressThrottle, Tool, ToolBudget, ToolCall, ToolContext
 
 __all__ = ["Agent"]
 
@@ -123,6 +124,8 @@ class Agent:
             own `max_calls`: past it the model gets `BUDGET_EXCEEDED` for that tool and the run goes on.
         output_limits: How much of a model's response is taken (text, arguments, calls); see
             `toolrun.agent.OutputLimits`. Every response passes the model boundary (docs/security.md).
+        progress_interval: Least seconds between two `ToolCallProgress` events of one call (reports in
+            between are dropped; the final one always passes).
     """
 
     def __init__(
@@ -136,6 +139,7 @@ class Agent:
         executor: ToolExecutor | None = None,
         settings: ModelSettings | None = None,
         max_concurrency: int = 8,
+        progress_interval: float = 0.1,
         max_tool_errors: int = 3,
         timeout: float | None = None,
         max_tool_calls: int | None = None,
@@ -161,6 +165,7 @@ class Agent:
         self.prompt = prompt
         self.tool_search = tool_search
         self._read_result_tools: tuple[tuple[int, int], ToolSet] | None = None
+        self.progress_interval = progress_interval
         self.tools, self._pinned, instructions = compose(
             self.tools, executor, prompt, tool_search, instructions
         )
@@ -719,8 +724,46 @@ class Agent:
         for call in calls:
             yield ToolCallStarted(call=call, step=step)
         runnable = [c for c in calls if c.id not in refused]
-        ran = iter(await self.executor.execute_many(runnable, ctx, max_concurrency=self.max_concurrency))
-        results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
+        progress: asyncio.Queue[ToolCallProgress] = asyncio.Queue()
+        throttles: list[ProgressThrottle] = []
+
+        def context_for(call: ToolCall) -> ToolContext[Any]:
+            outer = ctx.progress
+
+            async def report(done: float, total: float | None, message: str | None) -> None:
+                progress.put_nowait(
+                    ToolCallProgress(call=call, progress=done, total=total, message=message, step=step)
+                )
+                if outer is not None:  # a transport above the agent listens too
+                    await outer(done, total, message)
+
+            throttle = ProgressThrottle(report, interval=self.progress_interval)
+            throttles.append(throttle)
+            return ctx.evolve(progress=throttle)
+
+        work = asyncio.ensure_future(
+            self.executor.execute_many(
+                runnable, ctx, max_concurrency=self.max_concurrency, context_for=context_for
+            )
+        )
+        try:
+            while not work.done():
+                waiter = asyncio.ensure_future(progress.get())
+                await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                if waiter.done():
+                    yield waiter.result()
+                else:
+                    waiter.cancel()
+            while not progress.empty():  # reported before the calls ended
+                yield progress.get_nowait()
+            ran = iter(work.result())
+            results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
+        finally:
+            for throttle in throttles:  # nothing more once the calls ended (timeouts, cancellation)
+                throttle.close()
+            if not work.done():
+                work.cancel()
+                await asyncio.wait({work})
         pending: list[PendingConfirmation] = []
         for call, result in zip(calls, results, strict=True):
             run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))

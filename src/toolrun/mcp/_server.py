@@ -45,7 +45,7 @@ from toolrun.mcp import _confirm
 from toolrun.registry import ToolSet
 from toolrun.results import ToolResult
 from toolrun.runtime import ToolExecutor
-from toolrun.tools import Tool, ToolCall, ToolContext
+from toolrun.tools import ProgressThrottle, Tool, ToolCall, ToolContext
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "ToolrunMCPServer", "create_server", "serve_stdio"]
 
@@ -248,9 +248,12 @@ class _Handlers:
             return _render(
                 await self._resume(ctx, tool, params, context, call_id), tool, ctx.protocol_version
             )
-        result = await self.executor.execute(
-            ToolCall(id=call_id, name=name, arguments=params.arguments), context
-        )
+        try:
+            result = await self.executor.execute(
+                ToolCall(id=call_id, name=name, arguments=params.arguments), context
+            )
+        finally:
+            _end_progress(context)
         if result.status == "confirmation_required" and result.confirmation_id is not None:
             return await self._confirm(ctx, tool, params, context, result)
         return _render(result, tool, ctx.protocol_version)
@@ -287,7 +290,10 @@ class _Handlers:
             return None
         context, call_id = self._call_context(ctx)
         call = ToolCall(id=call_id, name=name, arguments=params.get("arguments"))
-        result = await self.executor.execute(call, context)
+        try:
+            result = await self.executor.execute(call, context)
+        finally:
+            _end_progress(context)
         if result.status == "confirmation_required" and result.confirmation_id is not None:
             typed = types.CallToolRequestParams.model_validate(params, by_name=False)
             asked = await self._confirm(ctx, tool, typed, context, result)
@@ -309,7 +315,9 @@ class _Handlers:
         if ctx.meta is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             context = principal  # no progress token: the SDK's report_progress would drop every report
         else:
-            context = principal.evolve(progress=ctx.session.report_progress)
+            # throttled (a tool reporting 10,000 times a second does not flood the client), and closed
+            # when the call ends (a tool still running after a timeout reports to nobody)
+            context = principal.evolve(progress=ProgressThrottle(ctx.session.report_progress))
         call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
         return context, call_id
 
@@ -468,6 +476,11 @@ def _may_call(tool: Tool, principal: ToolContext[Any]) -> bool:
         return False
     allowed = principal.allowed_tools
     return allowed is None or tool.name in allowed
+
+
+def _end_progress(context: ToolContext[Any]) -> None:
+    if isinstance(context.progress, ProgressThrottle):
+        context.progress.close()
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any], modern: bool) -> bool:

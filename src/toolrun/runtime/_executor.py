@@ -469,11 +469,13 @@ class ToolExecutor:
         context: ToolContext[Any] | None = None,
         *,
         max_concurrency: int | None = None,
+        context_for: Callable[[ToolCall], ToolContext[Any]] | None = None,
     ) -> list[ToolResult]:
         """Run calls concurrently (at most `max_concurrency` at a time); results in call order.
 
         A call of a `sequential` tool runs alone: after every call before it has finished, and before
-        any call after it starts.
+        any call after it starts. `context_for(call)`, when given, is each call's own context (e.g. with
+        a progress reporter naming the call) instead of `context`.
         """
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
@@ -483,11 +485,13 @@ class ToolExecutor:
         limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
         async def run(index: int) -> None:
+            call = items[index]
+            own = ctx if context_for is None else context_for(call)
             if limiter is None:
-                results[index] = await self.execute(items[index], ctx)
+                results[index] = await self.execute(call, own)
             else:
                 async with limiter:
-                    results[index] = await self.execute(items[index], ctx)
+                    results[index] = await self.execute(call, own)
 
         async def run_group(group: list[int]) -> None:
             if len(group) == 1:
