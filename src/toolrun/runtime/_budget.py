@@ -53,8 +53,14 @@ class Artifact:
     """The `user_id` of the call that made it (None: calls without a user)."""
     tool_name: str
     text: str
-    """The whole result as the model would read it uncut."""
+    """The whole result as the model would read it uncut (empty for stored content bytes)."""
     expires_at: float
+    data: bytes | None = None
+    """The bytes of a stored content item (an image, a file), served by the service's results route."""
+    media_type: str | None = None
+    """The media type of `data`."""
+    name: str | None = None
+    """A file name for `data`, when it has one."""
 
 
 @runtime_checkable
