@@ -283,6 +283,15 @@ class BaseFormat:
         kind = self.strict_transformer if strict and self.strict_transformer is not None else self.plain
         return kind(parameters)
 
+    def description(self, tool: Tool) -> str:
+        """The tool's description for a format with no field for an output schema: with
+        `include_return_schema=True`, the output schema follows it as compact JSON."""
+        schema = tool.output_schema if tool.options.include_return_schema else None
+        if schema is None:
+            return tool.description
+        text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return f"{tool.description}\n\nReturns JSON matching this schema: {text}"
+
     def content_followups(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
         """What this API needs *after* the results of one turn to carry the content their result messages
         cannot hold (see `ToolResult.content`): empty for most formats. Chat Completions gives one user

@@ -393,7 +393,7 @@ class AnthropicFormat(BaseFormat):
         schema, is_strict, _ = self.export(tool.parameters, strict=strict)
         out: dict[str, Any] = {
             "name": self.wire_name(tool, name),
-            "description": tool.description,
+            "description": self.description(tool),
             "input_schema": schema,
         }
         if is_strict:

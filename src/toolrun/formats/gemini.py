@@ -336,7 +336,7 @@ class GeminiFormat(BaseFormat):
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
         """One FunctionDeclaration: `{"name", "description", "parameters"?}` (`strict` has no effect)."""
-        out: dict[str, Any] = {"name": self.wire_name(tool, name), "description": tool.description}
+        out: dict[str, Any] = {"name": self.wire_name(tool, name), "description": self.description(tool)}
         parameters = self.schema(tool.parameters, strict=False)
         if parameters.get("properties"):
             out["parameters"] = parameters

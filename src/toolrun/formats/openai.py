@@ -396,7 +396,7 @@ class OpenAIChatFormat(_OpenAIBase):
         parameters, is_strict, _ = self.export(tool.parameters, strict=strict)
         function = {
             "name": self.wire_name(tool, name),
-            "description": tool.description,
+            "description": self.description(tool),
             "parameters": parameters,
             "strict": is_strict,
         }
@@ -481,7 +481,7 @@ class OpenAIResponsesFormat(_OpenAIBase):
         return {
             "type": "function",
             "name": self.wire_name(tool, name),
-            "description": tool.description,
+            "description": self.description(tool),
             "parameters": parameters,
             "strict": is_strict,
         }

@@ -176,6 +176,9 @@ class ToolOptions:
     output_budget: OutputBudget | None = None
     """How much of a result the model is shown (None: the executor's `output_budget`). A result over it
     is cut where its structure allows and kept whole as an artifact the model can page with `read_result`."""
+    include_return_schema: bool = False
+    """Describe the output schema (from the return annotation) to models in the tool's description, for
+    formats without a field for it (OpenAI, Anthropic, Gemini; MCP has `outputSchema`)."""
     coerce: bool = False
     """Read arguments leniently (Pydantic's lax mode: `"5"` → 5, `"yes"` → True, `true` → 1) instead of
     taking JSON types strictly. Unknown fields and non-finite numbers are refused either way."""
@@ -239,6 +242,7 @@ class ToolOptionsKwargs(TypedDict, total=False):
     preview: PreviewFunction | None
     max_calls: int | None
     output_budget: int | OutputBudget | None
+    include_return_schema: bool
 
 
 _OPTION_NAMES = frozenset(ToolOptions.__dataclass_fields__)
