@@ -2,6 +2,7 @@
 
 from toolrun.agent._agent import Agent
 from toolrun.agent._boundary import CheckedCalls, OutputLimits, check_calls
+from toolrun.agent._compact import CompactToolResults, HistoryPolicy
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
@@ -32,8 +33,10 @@ __all__ = [
     "AgentRun",
     "Approve",
     "CheckedCalls",
+    "CompactToolResults",
     "ConfirmationRequired",
     "Deny",
+    "HistoryPolicy",
     "InvalidDecisionError",
     "InvalidRunError",
     "OutputLimits",

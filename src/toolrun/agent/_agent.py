@@ -32,6 +32,7 @@ from toolrun.agent._boundary import (
     clean_response,
     used_call_ids,
 )
+from toolrun.agent._compact import HistoryPolicy
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
@@ -126,6 +127,8 @@ class Agent:
             `toolrun.agent.OutputLimits`. Every response passes the model boundary (docs/security.md).
         progress_interval: Least seconds between two `ToolCallProgress` events of one call (reports in
             between are dropped; the final one always passes).
+        compact_history: What the model is sent of old tool results (e.g. `CompactToolResults()`); the
+            run and its stored messages keep everything.
     """
 
     def __init__(
@@ -140,6 +143,7 @@ class Agent:
         settings: ModelSettings | None = None,
         max_concurrency: int = 8,
         progress_interval: float = 0.1,
+        compact_history: HistoryPolicy | None = None,
         max_tool_errors: int = 3,
         timeout: float | None = None,
         max_tool_calls: int | None = None,
@@ -166,6 +170,7 @@ class Agent:
         self.tool_search = tool_search
         self._read_result_tools: tuple[tuple[int, int], ToolSet] | None = None
         self.progress_interval = progress_interval
+        self.compact_history = compact_history
         self.tools, self._pinned, instructions = compose(
             self.tools, executor, prompt, tool_search, instructions
         )
@@ -542,7 +547,9 @@ class Agent:
         self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
     ) -> AsyncIterator[AgentEvent]:
         while run.status == "running":
-            request = ModelRequest(run.messages, tools=self._request_tools(run, ctx), settings=self.settings)
+            request = ModelRequest(
+                self._sent(run), tools=self._request_tools(run, ctx), settings=self.settings
+            )
             response: ModelResponse | None = None
             async for event in self._ask(run, ctx, request, streaming=streaming):
                 if isinstance(event, ModelResponse):
@@ -563,14 +570,16 @@ class Agent:
         self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
     ) -> AsyncIterator[AgentEvent]:
         if run.plan is None:
-            response = await self._ask_quietly(run, ctx, ModelRequest(run.messages, settings=self.settings))
+            response = await self._ask_quietly(
+                run, ctx, ModelRequest(self._sent(run), settings=self.settings)
+            )
             run.messages.append(AssistantMessage(content=response.text))
             try:
                 plan = parse_plan(response.text)
             except PlanError as first:
                 run.messages.append(UserMessage(content=repair_prompt(str(first))))
                 response = await self._ask_quietly(
-                    run, ctx, ModelRequest(run.messages, settings=self.settings)
+                    run, ctx, ModelRequest(self._sent(run), settings=self.settings)
                 )
                 run.messages.append(AssistantMessage(content=response.text))
                 try:
@@ -590,7 +599,7 @@ class Agent:
                     return
         lines = [f"- {r.call.name}({r.call.arguments!s:.500}) -> {r.result.render()}" for r in run.tool_calls]
         run.messages.append(UserMessage(content=answer_prompt("\n".join(lines))))
-        request = ModelRequest(run.messages, settings=self.settings)
+        request = ModelRequest(self._sent(run), settings=self.settings)
         answer: ModelResponse | None = None
         async for item in self._ask(run, ctx, request, streaming=streaming):
             if isinstance(item, ModelResponse):
@@ -615,6 +624,12 @@ class Agent:
                 run.messages.insert(0, system)
         tools = visible_tools(self.tools, self._pinned, ctx.state) if self.tool_search else self.tools
         return self._with_read_result(tools)
+
+    def _sent(self, run: AgentRun) -> list[Message]:
+        """What the model is sent of the conversation: all of it, or what `compact_history` makes of it
+        (the run keeps every message whole)."""
+        policy = self.compact_history
+        return run.messages if policy is None else policy(run.messages)
 
     def _with_read_result(self, tools: ToolSet) -> ToolSet:
         """`tools`, plus the executor's built-in `read_result` once some result was cut to an output budget
