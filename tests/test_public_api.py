@@ -66,3 +66,15 @@ def test_import_is_light() -> None:
     code = f"import sys, toolrun, json\nprint(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_content_names_of_the_contract() -> None:
+    from toolrun import content
+
+    names = {"Text", "Image", "Audio", "File", "ResourceLink", "ToolOutput"}
+    assert names <= set(content.__all__)
+    for name in content.__all__:
+        assert getattr(content, name) is not None
+        obj = getattr(content, name)
+        if isinstance(obj, type):
+            assert obj.__doc__, name

@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from toolrun.content import Content
 
 __all__ = ["ErrorCode", "ResultStatus", "ToolError", "ToolResult"]
 
@@ -146,6 +149,9 @@ class ToolResult:
     """Keep `value` from the model: `render()` shows only `message` (or a short note)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form, JSON-safe data for the caller; never shown to the model."""
+    content: tuple[Content, ...] = ()
+    """Images, files, audio, text blocks and resource links the tool returned beside `value` (see
+    `toolrun.content`); empty for plain JSON results. Wire formats render them as their provider allows."""
 
     @classmethod
     def ok(cls, value: Any = None, *, message: str | None = None, **kwargs: Any) -> ToolResult:
@@ -198,6 +204,8 @@ class ToolResult:
             return self.message
         if self.exclude_value_from_context:
             return "Done. (The result was delivered to the user and is not shown here.)"
+        if self.content:
+            return self._render_with_content()
         value = self.value
         kind = type(value)
         if kind is str or isinstance(value, str):
@@ -206,8 +214,17 @@ class ToolResult:
             return int.__repr__(value)  # what the JSON encoder writes for an int, without building one
         return _RENDER.encode(value)
 
+    def _render_with_content(self) -> str:
+        """The value (when there is one) and every content item as text: text blocks as they are, other
+        items as a one-line note (`[image/png image, 1,234 bytes]`), for places that take text only."""
+        from toolrun.content import describe
+
+        parts = [] if self.value is None else [ToolResult(value=self.value).render()]
+        parts.extend(describe(item) for item in self.content)
+        return "\n".join(parts)
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe form; `from_dict` reverses it."""
+        """A JSON-safe form; `from_dict` reverses it (content bytes travel as base64)."""
         return {
             "call_id": self.call_id,
             "tool_name": self.tool_name,
@@ -221,6 +238,7 @@ class ToolResult:
             "cached": self.cached,
             "exclude_value_from_context": self.exclude_value_from_context,
             "metadata": self.metadata,
+            "content": [item.to_dict() for item in self.content],
         }
 
     @classmethod
@@ -228,6 +246,11 @@ class ToolResult:
         """Rebuild a result from `to_dict()` output."""
         fields = dict(data)
         err = fields.pop("error", None)
+        items = fields.pop("content", None)
+        if items:
+            from toolrun.content import content_from_dict
+
+            fields["content"] = tuple(content_from_dict(item) for item in items)
         return cls(error=ToolError.from_dict(err) if err else None, **fields)
 
 

@@ -27,6 +27,7 @@ def test_public_surface() -> None:
             "WireFormat",
             "check",
             "check_request",
+            "check_result",
             "definitions",
             "get_format",
         ]

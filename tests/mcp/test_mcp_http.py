@@ -70,7 +70,7 @@ async def test_http_round_trip_with_token_principals(
     assert slow.is_error and "TIMEOUT" in text(slow)
     assert denied.is_error and "PERMISSION_DENIED" in text(denied)
     assert confirmed.structured_content == {"deleted": "t1"}
-    assert text(progress) == "done" and seen == [1, 2, 3]
+    assert text(progress) == "done" and seen[0] == 1 and seen[-1] == 3  # throttled: 2 may be dropped
     assert unknown.value.code == types.INVALID_PARAMS
     assert text(allowed) == "purged"
     principals = {(r.tool, r.principal) for r in audit.records}

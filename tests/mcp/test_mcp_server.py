@@ -172,7 +172,8 @@ async def test_progress_notifications(server: Any, mode: str) -> None:
     async with Client(server, mode=mode) as client:
         result = await client.call_tool("long_job", {"steps": 3}, progress_callback=on_progress)
     assert text(result) == "done"
-    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    # throttled: the first and the final report always pass, the one between may be dropped
+    assert seen[0] == (1, 3, "step 1") and seen[-1] == (3, 3, "step 3") and len(seen) <= 3
 
 
 async def test_client_cancellation_cancels_the_tool(

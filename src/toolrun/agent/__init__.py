@@ -2,12 +2,14 @@
 
 from toolrun.agent._agent import Agent
 from toolrun.agent._boundary import CheckedCalls, OutputLimits, check_calls
+from toolrun.agent._compact import CompactToolResults, HistoryPolicy
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
     RunFinished,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.agent._extras import SEARCH_TOOL_NAME, PromptSource, loaded_tools, make_search_tool
@@ -31,8 +33,10 @@ __all__ = [
     "AgentRun",
     "Approve",
     "CheckedCalls",
+    "CompactToolResults",
     "ConfirmationRequired",
     "Deny",
+    "HistoryPolicy",
     "InvalidDecisionError",
     "InvalidRunError",
     "OutputLimits",
@@ -45,6 +49,7 @@ __all__ = [
     "RunStatus",
     "TextDelta",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallRecord",
     "ToolCallStarted",
     "check_calls",

@@ -32,12 +32,14 @@ from toolrun.agent._boundary import (
     clean_response,
     used_call_ids,
 )
+from toolrun.agent._compact import HistoryPolicy
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
     RunFinished,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
@@ -75,7 +77,7 @@ from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
 from toolrun.store import NO_USER
 from toolrun.store import PendingConfirmation as StoredConfirmation
-from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.tools import ProgressThrottle, Tool, ToolBudget, ToolCall, ToolContext
 
 __all__ = ["Agent"]
 
@@ -123,6 +125,10 @@ class Agent:
             own `max_calls`: past it the model gets `BUDGET_EXCEEDED` for that tool and the run goes on.
         output_limits: How much of a model's response is taken (text, arguments, calls); see
             `toolrun.agent.OutputLimits`. Every response passes the model boundary (docs/security.md).
+        progress_interval: Least seconds between two `ToolCallProgress` events of one call (reports in
+            between are dropped; the final one always passes).
+        compact_history: What the model is sent of old tool results (e.g. `CompactToolResults()`); the
+            run and its stored messages keep everything.
     """
 
     def __init__(
@@ -136,6 +142,8 @@ class Agent:
         executor: ToolExecutor | None = None,
         settings: ModelSettings | None = None,
         max_concurrency: int = 8,
+        progress_interval: float = 0.1,
+        compact_history: HistoryPolicy | None = None,
         max_tool_errors: int = 3,
         timeout: float | None = None,
         max_tool_calls: int | None = None,
@@ -160,6 +168,9 @@ class Agent:
             self.tools = ToolRegistry(tools)
         self.prompt = prompt
         self.tool_search = tool_search
+        self._read_result_tools: tuple[tuple[int, int], ToolSet] | None = None
+        self.progress_interval = progress_interval
+        self.compact_history = compact_history
         self.tools, self._pinned, instructions = compose(
             self.tools, executor, prompt, tool_search, instructions
         )
@@ -536,7 +547,9 @@ class Agent:
         self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
     ) -> AsyncIterator[AgentEvent]:
         while run.status == "running":
-            request = ModelRequest(run.messages, tools=self._request_tools(run, ctx), settings=self.settings)
+            request = ModelRequest(
+                self._sent(run), tools=self._request_tools(run, ctx), settings=self.settings
+            )
             response: ModelResponse | None = None
             async for event in self._ask(run, ctx, request, streaming=streaming):
                 if isinstance(event, ModelResponse):
@@ -557,14 +570,16 @@ class Agent:
         self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
     ) -> AsyncIterator[AgentEvent]:
         if run.plan is None:
-            response = await self._ask_quietly(run, ctx, ModelRequest(run.messages, settings=self.settings))
+            response = await self._ask_quietly(
+                run, ctx, ModelRequest(self._sent(run), settings=self.settings)
+            )
             run.messages.append(AssistantMessage(content=response.text))
             try:
                 plan = parse_plan(response.text)
             except PlanError as first:
                 run.messages.append(UserMessage(content=repair_prompt(str(first))))
                 response = await self._ask_quietly(
-                    run, ctx, ModelRequest(run.messages, settings=self.settings)
+                    run, ctx, ModelRequest(self._sent(run), settings=self.settings)
                 )
                 run.messages.append(AssistantMessage(content=response.text))
                 try:
@@ -584,7 +599,7 @@ class Agent:
                     return
         lines = [f"- {r.call.name}({r.call.arguments!s:.500}) -> {r.result.render()}" for r in run.tool_calls]
         run.messages.append(UserMessage(content=answer_prompt("\n".join(lines))))
-        request = ModelRequest(run.messages, settings=self.settings)
+        request = ModelRequest(self._sent(run), settings=self.settings)
         answer: ModelResponse | None = None
         async for item in self._ask(run, ctx, request, streaming=streaming):
             if isinstance(item, ModelResponse):
@@ -607,9 +622,29 @@ class Agent:
                 run.messages[0] = system
             else:
                 run.messages.insert(0, system)
-        if self.tool_search:
-            return visible_tools(self.tools, self._pinned, ctx.state)
-        return self.tools
+        tools = visible_tools(self.tools, self._pinned, ctx.state) if self.tool_search else self.tools
+        return self._with_read_result(tools)
+
+    def _sent(self, run: AgentRun) -> list[Message]:
+        """What the model is sent of the conversation: all of it, or what `compact_history` makes of it
+        (the run keeps every message whole)."""
+        policy = self.compact_history
+        return run.messages if policy is None else policy(run.messages)
+
+    def _with_read_result(self, tools: ToolSet) -> ToolSet:
+        """`tools`, plus the executor's built-in `read_result` once some result was cut to an output budget
+        (so the model can page what was left out), unless a tool of that name is there already."""
+        executor = self.executor
+        if not executor.artifacts_made or tools.find("read_result") is not None:
+            return tools
+        reader = executor.builtin_tool("read_result")
+        if reader is None:  # pragma: no cover - the executor always has it
+            return tools
+        key = (id(tools), tools.version)
+        cached = self._read_result_tools
+        if cached is None or cached[0] != key:
+            cached = self._read_result_tools = (key, ToolRegistry([*tools.tools(), reader]))
+        return cached[1]
 
     def _check_limits(self, run: AgentRun, ctx: ToolContext[Any]) -> None:
         if run.steps >= self.max_steps:
@@ -704,8 +739,46 @@ class Agent:
         for call in calls:
             yield ToolCallStarted(call=call, step=step)
         runnable = [c for c in calls if c.id not in refused]
-        ran = iter(await self.executor.execute_many(runnable, ctx, max_concurrency=self.max_concurrency))
-        results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
+        progress: asyncio.Queue[ToolCallProgress] = asyncio.Queue()
+        throttles: list[ProgressThrottle] = []
+
+        def context_for(call: ToolCall) -> ToolContext[Any]:
+            outer = ctx.progress
+
+            async def report(done: float, total: float | None, message: str | None) -> None:
+                progress.put_nowait(
+                    ToolCallProgress(call=call, progress=done, total=total, message=message, step=step)
+                )
+                if outer is not None:  # a transport above the agent listens too
+                    await outer(done, total, message)
+
+            throttle = ProgressThrottle(report, interval=self.progress_interval)
+            throttles.append(throttle)
+            return ctx.evolve(progress=throttle)
+
+        work = asyncio.ensure_future(
+            self.executor.execute_many(
+                runnable, ctx, max_concurrency=self.max_concurrency, context_for=context_for
+            )
+        )
+        try:
+            while not work.done():
+                waiter = asyncio.ensure_future(progress.get())
+                await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                if waiter.done():
+                    yield waiter.result()
+                else:
+                    waiter.cancel()
+            while not progress.empty():  # reported before the calls ended
+                yield progress.get_nowait()
+            ran = iter(work.result())
+            results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
+        finally:
+            for throttle in throttles:  # nothing more once the calls ended (timeouts, cancellation)
+                throttle.close()
+            if not work.done():
+                work.cancel()
+                await asyncio.wait({work})
         pending: list[PendingConfirmation] = []
         for call, result in zip(calls, results, strict=True):
             run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))

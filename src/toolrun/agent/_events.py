@@ -15,6 +15,7 @@ __all__ = [
     "RunFinished",
     "TextDelta",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallStarted",
 ]
 
@@ -34,6 +35,19 @@ class ToolCallStarted:
 
     kind: ClassVar[Literal["tool_call_started"]] = "tool_call_started"
     call: ToolCall
+    step: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallProgress:
+    """A running call reported how far it has come (`ToolContext.report_progress`), at most every
+    `Agent(progress_interval=...)` seconds; never after the call ended. Not in the audit."""
+
+    kind: ClassVar[Literal["tool_call_progress"]] = "tool_call_progress"
+    call: ToolCall
+    progress: float
+    total: float | None
+    message: str | None
     step: int
 
 
@@ -67,4 +81,6 @@ class RunFinished:
     run: AgentRun
 
 
-AgentEvent: TypeAlias = TextDelta | ToolCallStarted | ToolCallFinished | ConfirmationRequired | RunFinished
+AgentEvent: TypeAlias = (
+    TextDelta | ToolCallStarted | ToolCallProgress | ToolCallFinished | ConfirmationRequired | RunFinished
+)

@@ -8,6 +8,8 @@ tools = definitions(registry, "openai", strict=True)
 calls = fmt.parse_tool_calls(response, names=registry)     # list[ToolCall]
 message = fmt.tool_result_message(result)                  # dict to append to the conversation
 problems = check(tools[0], "openai", strict=True)          # list[Violation]; empty when it conforms
+after = fmt.content_followups(results)                     # Chat Completions / Gemini: images after results
+check_result(message, "anthropic")                         # a result message against the documented shape
 ```
 
 | format | definition | calls read from | result written as |
@@ -54,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from toolrun.exceptions import UnknownFormatError
 from toolrun.formats._base import ToolCallParseError, WireFormat
 from toolrun.formats._check import Violation, check, check_request
+from toolrun.formats._check_results import check_result
 from toolrun.formats.anthropic import AnthropicFormat
 from toolrun.formats.gemini import GeminiFormat
 from toolrun.formats.mcp import MCPFormat
@@ -75,6 +78,7 @@ __all__ = [
     "WireFormat",
     "check",
     "check_request",
+    "check_result",
     "definitions",
     "get_format",
 ]

@@ -91,6 +91,10 @@ class WireFormat(Protocol):
         """
         ...
 
+    def content_followups(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        """What to send after the results of one turn for the content their messages cannot hold."""
+        ...
+
 
 # --------------------------------------------------------------------------------------------------------
 # Reading responses
@@ -278,6 +282,21 @@ class BaseFormat:
         """The transformer that exports `parameters` (its `changes` say what the export changed)."""
         kind = self.strict_transformer if strict and self.strict_transformer is not None else self.plain
         return kind(parameters)
+
+    def description(self, tool: Tool) -> str:
+        """The tool's description for a format with no field for an output schema: with
+        `include_return_schema=True`, the output schema follows it as compact JSON."""
+        schema = tool.output_schema if tool.options.include_return_schema else None
+        if schema is None:
+            return tool.description
+        text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return f"{tool.description}\n\nReturns JSON matching this schema: {text}"
+
+    def content_followups(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        """What this API needs *after* the results of one turn to carry the content their result messages
+        cannot hold (see `ToolResult.content`): empty for most formats. Chat Completions gives one user
+        message, Gemini extra parts of the same user turn."""
+        return []
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

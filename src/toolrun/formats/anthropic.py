@@ -10,6 +10,11 @@ result:   {"type": "tool_result", "tool_use_id": "toolu_01", "content": "...", "
           (a content block of the next *user* message)
 ```
 
+A result with content (`ToolResult.content`) gets a list of blocks as its `content`: `text` (the value as
+JSON, text blocks, notes for what Anthropic cannot take: audio, resource links, non-PDF binary files),
+`image` (`source` base64 with its media type, or `url`) and `document` (a PDF as base64 or by URL, a text
+file as a `text` source, titled with the file's name).
+
 `input_examples` is written when the tool declares examples (`ToolOptions.examples`); Anthropic reads it
 under its advanced-tool-use beta. `"strict": true` is written only in strict mode.
 
@@ -41,7 +46,9 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolrun.content import File, Image, Text, describe
 from toolrun.formats._base import BaseFormat, Reader, original_name
+from toolrun.formats._content import has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import (
     DEFINITIONS,
     METADATA,
@@ -386,7 +393,7 @@ class AnthropicFormat(BaseFormat):
         schema, is_strict, _ = self.export(tool.parameters, strict=strict)
         out: dict[str, Any] = {
             "name": self.wire_name(tool, name),
-            "description": tool.description,
+            "description": self.description(tool),
             "input_schema": schema,
         }
         if is_strict:
@@ -426,11 +433,35 @@ class AnthropicFormat(BaseFormat):
     ) -> dict[str, Any]:
         """A `tool_result` content block for the next user message; `is_error` only for failed calls.
 
-        A call waiting for confirmation is not an error: its text says the action has not run.
+        A call waiting for confirmation is not an error: its text says the action has not run. A result
+        with content has a list of `text`, `image` and `document` blocks as its `content`.
         """
+        content: Any = result.render() if not has_content(result) else [_block(i) for i in parts(result)]
         return {
             "type": "tool_result",
             "tool_use_id": result.call_id,
-            "content": result.render(),
+            "content": content,
             "is_error": result.status == "error",
         }
+
+
+def _block(item: Any) -> dict[str, Any]:
+    if isinstance(item, Text):
+        return {"type": "text", "text": item.text}
+    if isinstance(item, Image):
+        if item.data is None:
+            return {"type": "image", "source": {"type": "url", "url": item.url}}
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": item.media_type, "data": item.base64()},
+        }
+    if isinstance(item, File):
+        if is_text_file(item):
+            source = {"type": "text", "media_type": "text/plain", "data": text_of(item)}
+            return {"type": "document", "source": source, "title": item.name}
+        if item.media_type == "application/pdf" and item.data is not None:
+            source = {"type": "base64", "media_type": "application/pdf", "data": item.base64()}
+            return {"type": "document", "source": source, "title": item.name}
+        if item.data is None and (item.media_type in (None, "application/pdf")):
+            return {"type": "document", "source": {"type": "url", "url": item.url}, "title": item.name}
+    return {"type": "text", "text": describe(item)}

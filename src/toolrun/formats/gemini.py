@@ -11,6 +11,13 @@ result:   {"functionResponse": {"name": "get_weather", "response": {"output": ..
           (a part of the next user turn; a failed call answers {"error": {"code", "message", ...}})
 ```
 
+A result with content (`ToolResult.content`): its text blocks join the response (`{"output": value,
+"text": "..."}`), and the items Gemini takes inside a function response (PNG, JPEG and WebP images, PDFs,
+text files, as bytes) go to `functionResponse.parts` as `inlineData` (`mimeType`, base64 `data`,
+`displayName`). What it takes only as a part of the user turn (audio, GIFs, items by URL as `fileData`)
+comes from `content_followups`, to be appended to the same user turn after the function responses; resource
+links become text notes there.
+
 `definition` returns one FunctionDeclaration; the caller wraps the list in `{"functionDeclarations": [...]}`.
 A tool without parameters has no `parameters` key (an OBJECT without properties is rejected:
 "properties: should be non-empty for OBJECT type").
@@ -49,9 +56,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from toolrun.content import Audio, File, Image, Text, describe
 from toolrun.exceptions import SchemaError
 from toolrun.formats._base import (
     BaseFormat,
@@ -62,6 +70,7 @@ from toolrun.formats._base import (
     shows_value,
     stable_id,
 )
+from toolrun.formats._content import has_content, lead_text
 from toolrun.formats._schema import (
     METADATA,
     At,
@@ -327,7 +336,7 @@ class GeminiFormat(BaseFormat):
 
     def definition(self, tool: Tool, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
         """One FunctionDeclaration: `{"name", "description", "parameters"?}` (`strict` has no effect)."""
-        out: dict[str, Any] = {"name": self.wire_name(tool, name), "description": tool.description}
+        out: dict[str, Any] = {"name": self.wire_name(tool, name), "description": self.description(tool)}
         parameters = self.schema(tool.parameters, strict=False)
         if parameters.get("properties"):
             out["parameters"] = parameters
@@ -421,19 +430,45 @@ class GeminiFormat(BaseFormat):
             name: The function name the model called; defaults to `result.tool_name` made Gemini-safe.
             tool: Unused.
         """
+        rich = has_content(result)
         if result.status == "error":
             response: dict[str, Any] = {"error": error_payload(result)}
         elif shows_value(result):
             response = {"output": result.value}
+        elif rich:
+            response = {"output": lead_text(result)}
         else:
             response = {"output": result.render()}
         function_response: dict[str, Any] = {
             "name": self._result_name(name or result.tool_name),
             "response": response,
         }
+        if rich:
+            texts = [item.text for item in result.content if isinstance(item, Text)]
+            if texts:
+                response["text"] = "\n".join(texts)
+            inline = [_inline(item) for item in result.content if _in_response(item)]
+            if inline:
+                function_response["parts"] = inline
         if result.call_id and not result.call_id.startswith(GENERATED_ID_PREFIX):
             function_response["id"] = result.call_id
         return {"functionResponse": function_response}
+
+    def content_followups(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        """Parts for the same user turn, after the function responses: the content items a function
+        response cannot hold (audio, GIFs, items by URL, resource links as text), each call's opened by a
+        text part naming it."""
+        out: list[dict[str, Any]] = []
+        for result in results:
+            if not has_content(result):
+                continue
+            rest = [item for item in result.content if not isinstance(item, Text) and not _in_response(item)]
+            if rest:
+                out.append(
+                    {"text": f"Content returned by the tool call {result.call_id} ({result.tool_name}):"}
+                )
+                out.extend(_user_part(item) for item in rest)
+        return out
 
     @staticmethod
     def _result_name(name: str) -> str:
@@ -441,3 +476,26 @@ class GeminiFormat(BaseFormat):
             return gemini_name(name)
         except SchemaError:
             return gemini_name(re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "_")
+
+
+_RESPONSE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"})
+
+
+def _in_response(item: Any) -> bool:
+    """Whether Gemini takes the item inside a `functionResponse` (inline bytes of the types it lists)."""
+    return isinstance(item, Image | File) and item.data is not None and item.media_type in _RESPONSE_TYPES
+
+
+def _inline(item: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"mimeType": item.media_type, "data": item.base64()}
+    if isinstance(item, File):
+        data["displayName"] = item.name
+    return {"inlineData": data}
+
+
+def _user_part(item: Any) -> dict[str, Any]:
+    if isinstance(item, Image | File | Audio):
+        if item.data is not None:
+            return _inline(item)
+        return {"fileData": {"mimeType": item.media_type or "application/octet-stream", "fileUri": item.url}}
+    return {"text": describe(item)}

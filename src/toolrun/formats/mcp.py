@@ -19,6 +19,11 @@ a list, an optional model) is wrapped as `{"type": "object", "properties": {"res
 (`destructive`), `idempotentHint` (`idempotent`, implied by `read_only`), `openWorldHint` (`open_world`,
 left out when unknown), `title` (`title`, left out when unset).
 
+A result with content (`ToolResult.content`) answers with one block per item after the value's text:
+`text`, `image` and `audio` (base64 `data`, `mimeType`), a file as an embedded `resource` (`blob`, or `text`
+for a text file, under a `toolrun:` URI naming the call and the file), and `resource_link` for resource
+links and for images or files known only by URL.
+
 MCP has no strict mode: `strict=True` gives the same definition as `strict=False`. Tool names are sent as
 given (MCP allows `.`); a name with `:` draws a checker warning (the spec's naming rule is a SHOULD).
 """
@@ -28,7 +33,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolrun.content import Audio, File, Image, ResourceLink, Text
 from toolrun.formats._base import BaseFormat, Reader, original_name, stable_id
+from toolrun.formats._content import has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import SchemaTransformer
 from toolrun.results import ToolResult
 from toolrun.tools import NAME_PATTERN, Tool, ToolCall
@@ -36,7 +43,7 @@ from toolrun.tools import NAME_PATTERN, Tool, ToolCall
 if TYPE_CHECKING:
     from toolrun.registry import ToolSet
 
-__all__ = ["MCPFormat", "output_schema"]
+__all__ = ["MCPFormat", "content_block", "output_schema"]
 
 _DEFS = ("$defs", "definitions")
 
@@ -146,12 +153,46 @@ class MCPFormat(BaseFormat):
             name: Unused.
             tool: The tool that ran; needed to wrap non-object results as its `outputSchema` says.
         """
-        out: dict[str, Any] = {
-            "content": [{"type": "text", "text": result.render()}],
-            "isError": result.status == "error",
-        }
+        if has_content(result):
+            blocks = [content_block(item, result.call_id, index) for index, item in enumerate(parts(result))]
+        else:
+            blocks = [{"type": "text", "text": result.render()}]
+        out: dict[str, Any] = {"content": blocks, "isError": result.status == "error"}
         if result.status == "ok" and not result.exclude_value_from_context:
             structured = structured_content(result.value, tool)
             if structured is not None:
                 out["structuredContent"] = structured
         return out
+
+
+def content_block(
+    item: Text | Image | Audio | File | ResourceLink, call_id: str, index: int
+) -> dict[str, Any]:
+    """One content item as an MCP content block (see the module docstring)."""
+    if isinstance(item, Text):
+        return {"type": "text", "text": item.text}
+    if isinstance(item, ResourceLink):
+        return _link(item.uri, item.name, item.media_type, item.description)
+    if item.data is None:
+        name = item.name if isinstance(item, File) else item.kind
+        return _link(item.url or "", name, item.media_type, None)
+    if isinstance(item, Image | Audio):
+        return {"type": item.kind, "data": item.base64(), "mimeType": item.media_type}
+    resource: dict[str, Any] = {
+        "uri": f"toolrun:result/{call_id}/{index}/{item.name}",
+        "mimeType": item.media_type,
+    }
+    if is_text_file(item):
+        resource["text"] = text_of(item)
+    else:
+        resource["blob"] = item.base64()
+    return {"type": "resource", "resource": resource}
+
+
+def _link(uri: str, name: str, media_type: str | None, description: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "resource_link", "uri": uri, "name": name}
+    if media_type is not None:
+        out["mimeType"] = media_type
+    if description is not None:
+        out["description"] = description
+    return out

@@ -11,6 +11,15 @@ response: {"choices": [{"message": {"role": "assistant", "tool_calls": [
 result:   {"role": "tool", "tool_call_id": "call_1", "content": "..."}
 ```
 
+Tool messages take text only. A result with content (`ToolResult.content`) keeps its text there (the value,
+text blocks, and a one-line note per image or file); the images, audio and files themselves travel in one
+*user* message after the turn's tool messages (`content_followups`), opened by a text part naming each call:
+`{"role": "user", "content": [{"type": "text", "text": "Content returned by the tool call call_1 ..."},
+{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}, {"type": "file", "file":
+{"filename": "r.pdf", "file_data": "data:application/pdf;base64,..."}}, {"type": "input_audio",
+"input_audio": {"data": "...", "format": "wav"}}]}`. Text files are sent as text parts; what the API cannot
+take (audio other than WAV/MP3, files by URL, resource links) stays a note.
+
 Responses API (flat tools; calls and results are items)
 
 ```json
@@ -20,6 +29,10 @@ response: {"output": [{"type": "function_call", "call_id": "call_1", "name": "ge
                        "arguments": "{\\"city\\": \\"Paris\\"}"}]}
 result:   {"type": "function_call_output", "call_id": "call_1", "output": "..."}
 ```
+
+A result with content answers with a list of parts instead of a string: `input_text` (the value as JSON,
+text blocks, text files, notes for audio and resource links), `input_image` (`image_url`: a data URL or
+the image's URL, `"detail": "auto"`) and `input_file` (`file_data` data URL, or `file_url`, with `filename`).
 
 `strict` is always written out: Chat Completions defaults it to false, the Responses API to true
 (OAI-STRICT-DEFAULT), so leaving it out would mean different things on the two APIs.
@@ -57,11 +70,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolrun.content import Audio, File, Image, Text, describe
 from toolrun.exceptions import SchemaError
 from toolrun.formats._base import BaseFormat, Reader, original_name
+from toolrun.formats._content import follows, has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import (
     METADATA,
     At,
@@ -381,7 +396,7 @@ class OpenAIChatFormat(_OpenAIBase):
         parameters, is_strict, _ = self.export(tool.parameters, strict=strict)
         function = {
             "name": self.wire_name(tool, name),
-            "description": tool.description,
+            "description": self.description(tool),
             "parameters": parameters,
             "strict": is_strict,
         }
@@ -435,8 +450,22 @@ class OpenAIChatFormat(_OpenAIBase):
     def tool_result_message(
         self, result: ToolResult, *, name: str | None = None, tool: Tool | None = None
     ) -> dict[str, Any]:
-        """`{"role": "tool", "tool_call_id", "content": result.render()}`."""
+        """`{"role": "tool", "tool_call_id", "content": result.render()}` (images and files of a result with
+        content are notes here; `content_followups` carries them)."""
         return {"role": "tool", "tool_call_id": result.call_id, "content": result.render()}
+
+    def content_followups(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        """One user message with the images, audio and files of this turn's results, each call's opened by
+        a text part naming it; no message when no result has any."""
+        blocks: list[dict[str, Any]] = []
+        for result in results:
+            if not has_content(result):
+                continue
+            own = [part for item in result.content if (part := _chat_part(item)) is not None]
+            if own:
+                blocks.append({"type": "text", "text": follows(result.call_id, result.tool_name)})
+                blocks.extend(own)
+        return [{"role": "user", "content": blocks}] if blocks else []
 
 
 class OpenAIResponsesFormat(_OpenAIBase):
@@ -452,7 +481,7 @@ class OpenAIResponsesFormat(_OpenAIBase):
         return {
             "type": "function",
             "name": self.wire_name(tool, name),
-            "description": tool.description,
+            "description": self.description(tool),
             "parameters": parameters,
             "strict": is_strict,
         }
@@ -482,5 +511,42 @@ class OpenAIResponsesFormat(_OpenAIBase):
     def tool_result_message(
         self, result: ToolResult, *, name: str | None = None, tool: Tool | None = None
     ) -> dict[str, Any]:
-        """`{"type": "function_call_output", "call_id", "output": result.render()}`."""
-        return {"type": "function_call_output", "call_id": result.call_id, "output": result.render()}
+        """`{"type": "function_call_output", "call_id", "output": result.render()}`; for a result with
+        content, `output` is a list of `input_text` / `input_image` / `input_file` parts."""
+        if not has_content(result):
+            return {"type": "function_call_output", "call_id": result.call_id, "output": result.render()}
+        output = [_responses_part(item) for item in parts(result)]
+        return {"type": "function_call_output", "call_id": result.call_id, "output": output}
+
+
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
+
+
+def _chat_part(item: Any) -> dict[str, Any] | None:
+    """A Chat Completions user-message part for what a tool message cannot hold; None for what it did."""
+    if isinstance(item, Image):
+        return {"type": "image_url", "image_url": {"url": item.data_url()}}
+    if isinstance(item, File) and item.data is not None:
+        if is_text_file(item):
+            return {"type": "text", "text": f"{item.name}:\n{text_of(item)}"}
+        return {"type": "file", "file": {"filename": item.name, "file_data": item.data_url()}}
+    if isinstance(item, Audio) and item.data is not None and item.media_type in _AUDIO_FORMATS:
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": item.base64(), "format": _AUDIO_FORMATS[item.media_type]},
+        }
+    return None  # text, resource links, files by URL: the tool message's text says all there is
+
+
+def _responses_part(item: Any) -> dict[str, Any]:
+    if isinstance(item, Text):
+        return {"type": "input_text", "text": item.text}
+    if isinstance(item, Image):
+        return {"type": "input_image", "image_url": item.data_url(), "detail": "auto"}
+    if isinstance(item, File):
+        if is_text_file(item):
+            return {"type": "input_text", "text": f"{item.name}:\n{text_of(item)}"}
+        if item.data is not None:
+            return {"type": "input_file", "filename": item.name, "file_data": item.data_url()}
+        return {"type": "input_file", "filename": item.name, "file_url": item.url}
+    return {"type": "input_text", "text": describe(item)}

@@ -186,9 +186,12 @@ class _StepExecutor(ToolExecutor):
         context: ToolContext[Any] | None = None,
         *,
         max_concurrency: int | None = None,
+        context_for: Callable[[ToolCall], ToolContext[Any]] | None = None,
     ) -> list[ToolResult]:
         if not _in_workflow():
-            return await self._inner.execute_many(calls, context, max_concurrency=max_concurrency)
+            return await self._inner.execute_many(
+                calls, context, max_concurrency=max_concurrency, context_for=context_for
+            )
         items = list(calls)
         ctx = context if context is not None else ToolContext()
         # Step ids are drawn now, in the model's call order: concurrent calls finish in any order, and a
@@ -200,7 +203,8 @@ class _StepExecutor(ToolExecutor):
 
         async def run(index: int) -> None:
             async with limiter if limiter is not None else contextlib.nullcontext():
-                results[index] = await self._once(items[index], ctx, None, reserved[index], starts[index])
+                own = ctx if context_for is None else context_for(items[index])  # its progress reporter
+                results[index] = await self._once(items[index], own, None, reserved[index], starts[index])
 
         group: list[int] = []
 

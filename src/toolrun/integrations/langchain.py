@@ -47,12 +47,13 @@ _CALL_ID = "__toolrun_call_id"
 
 
 def tool_message(result: ToolResult) -> ToolMessage:
-    """The `ToolMessage` for a toolrun result: toolrun's rendering as content, `status="error"` unless
+    """The `ToolMessage` for a toolrun result: toolrun's rendering as content (standard content blocks for
+    a result with images or files), `status="error"` unless
     the call ended `ok`; `artifact` holds `{"status", "code", "confirmation_id"}` for routing (never the
     value)."""
     error = result.error
     return ToolMessage(
-        content=result.render(),
+        content=_content_blocks(result) if result.content and result.status == "ok" else result.render(),
         tool_call_id=result.call_id,
         name=result.tool_name or None,
         status="success" if result.status == "ok" else "error",
@@ -62,6 +63,32 @@ def tool_message(result: ToolResult) -> ToolMessage:
             "confirmation_id": result.confirmation_id,
         },
     )
+
+
+def _content_blocks(result: ToolResult) -> list[Any]:
+    """A result with content as LangChain's standard content blocks (text, image, audio, file; by base64
+    or URL); resource links as text."""
+    from langchain_core.messages import content as blocks
+
+    from toolrun.content import Audio, File, Image, Text, describe
+    from toolrun.formats._content import parts
+
+    out: list[Any] = []
+    for item in parts(result):
+        if isinstance(item, Text):
+            out.append(blocks.create_text_block(item.text))
+        elif isinstance(item, Image | Audio | File):
+            make = {
+                Image: blocks.create_image_block,
+                Audio: blocks.create_audio_block,
+                File: blocks.create_file_block,
+            }[type(item)]
+            where = {"url": item.url} if item.data is None else {"base64": item.base64()}
+            extra = {"filename": item.name} if isinstance(item, File) else {}
+            out.append(make(mime_type=item.media_type, **where, **extra))
+        else:
+            out.append(blocks.create_text_block(describe(item)))
+    return out
 
 
 def context_from_config(source: ContextSource, config: RunnableConfig | None) -> ToolContext[Any]:

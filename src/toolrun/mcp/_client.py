@@ -30,6 +30,7 @@ the remote's text).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -44,6 +45,17 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from toolrun.content import (
+    MAX_ITEMS,
+    Audio,
+    Content,
+    ContentError,
+    File,
+    Image,
+    ResourceLink,
+    Text,
+    ToolOutput,
+)
 from toolrun.exceptions import ToolrunError
 from toolrun.registry import ToolRegistry
 from toolrun.results import ToolError
@@ -59,6 +71,7 @@ Target = str | StdioServerParameters | Sequence[str] | Server[Any]
 in-process `Server` (tests)."""
 
 _MAX_REMOTE_TEXT = 4000
+_MAX_REMOTE_BLOCKS = MAX_ITEMS
 
 
 @dataclass(slots=True)
@@ -286,6 +299,11 @@ class MCPToolset:
     def _handler(self, remote_name: str, confirmed: bool, unwrap: bool) -> Callable[..., Any]:
         async def call_remote(toolrun_context_: ToolContext, **arguments: Any) -> Any:
             value = await self._call(remote_name, arguments, confirmed, toolrun_context_)
+            if isinstance(value, ToolOutput):
+                inner = value.value
+                if unwrap and isinstance(inner, dict) and set(inner) == {"result"}:
+                    return ToolOutput(value=inner["result"], content=value.content)
+                return value
             if unwrap and isinstance(value, dict) and set(value) == {"result"}:
                 return value["result"]
             return value
@@ -337,6 +355,12 @@ class MCPToolset:
             )
         if result.is_error:
             raise ToolError("REMOTE_TOOL_ERROR", _text(result) or "The remote tool failed.")
+        if any(not isinstance(block, types.TextContent) for block in result.content):
+            # images, audio, files: they reach the local model as what they are (see `_content`)
+            items = [_content(block) for block in result.content[:_MAX_REMOTE_BLOCKS]]
+            if result.structured_content is not None:
+                items = [item for item in items if not isinstance(item, Text)]  # the value says it
+            return ToolOutput(value=result.structured_content, content=items)
         if result.structured_content is not None:
             return result.structured_content
         return _text(result)
@@ -415,6 +439,37 @@ def _wraps_result(schema: Mapping[str, Any] | None) -> bool:
         isinstance(properties, Mapping)
         and set(properties) == {"result"}
         and schema.get("required") == ["result"]
+    )
+
+
+def _content(block: Any) -> Content:
+    """An MCP content block as a toolrun content item. The remote server is not trusted: a block whose
+    bytes do not match its media type (or are not base64) becomes a text note, never an error."""
+    try:
+        if isinstance(block, types.TextContent):
+            return Text(block.text[:_MAX_REMOTE_TEXT])
+        if isinstance(block, types.ImageContent):
+            return Image(data=base64.b64decode(block.data, validate=True), media_type=block.mime_type)
+        if isinstance(block, types.AudioContent):
+            return Audio(data=base64.b64decode(block.data, validate=True), media_type=block.mime_type)
+        if isinstance(block, types.ResourceLink):
+            return ResourceLink(
+                uri=str(block.uri), name=block.name, media_type=block.mime_type, description=block.description
+            )
+        if isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            name = str(resource.uri).rstrip("/").rsplit("/", 1)[-1] or "resource"
+            if isinstance(resource, types.BlobResourceContents):
+                data = base64.b64decode(resource.blob, validate=True)
+                return File(data=data, name=name, media_type=resource.mime_type)
+            text_type = resource.mime_type or "text/plain"
+            return File(data=resource.text.encode("utf-8", "surrogatepass"), name=name, media_type=text_type)
+    except (ContentError, ValueError):
+        pass
+    kind = getattr(block, "type", "unknown")
+    media = getattr(block, "mime_type", None)
+    return Text(
+        f"[the MCP server sent {kind} content{f' ({media})' if media else ''} that could not be read]"
     )
 
 

@@ -45,7 +45,7 @@ from toolrun.mcp import _confirm
 from toolrun.registry import ToolSet
 from toolrun.results import ToolResult
 from toolrun.runtime import ToolExecutor
-from toolrun.tools import Tool, ToolCall, ToolContext
+from toolrun.tools import ProgressThrottle, Tool, ToolCall, ToolContext
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "ToolrunMCPServer", "create_server", "serve_stdio"]
 
@@ -245,13 +245,18 @@ class _Handlers:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {shown}")
         context, call_id = self._call_context(ctx)
         if params.request_state is not None or params.input_responses:
-            return _render(await self._resume(ctx, tool, params, context, call_id), tool)
-        result = await self.executor.execute(
-            ToolCall(id=call_id, name=name, arguments=params.arguments), context
-        )
+            return _render(
+                await self._resume(ctx, tool, params, context, call_id), tool, ctx.protocol_version
+            )
+        try:
+            result = await self.executor.execute(
+                ToolCall(id=call_id, name=name, arguments=params.arguments), context
+            )
+        finally:
+            _end_progress(context)
         if result.status == "confirmation_required" and result.confirmation_id is not None:
             return await self._confirm(ctx, tool, params, context, result)
-        return _render(result, tool)
+        return _render(result, tool, ctx.protocol_version)
 
     async def fast_call(
         self, ctx: ServerRequestContext[Any, Any], server: Server[Any]
@@ -285,15 +290,20 @@ class _Handlers:
             return None
         context, call_id = self._call_context(ctx)
         call = ToolCall(id=call_id, name=name, arguments=params.get("arguments"))
-        result = await self.executor.execute(call, context)
+        try:
+            result = await self.executor.execute(call, context)
+        finally:
+            _end_progress(context)
         if result.status == "confirmation_required" and result.confirmation_id is not None:
             typed = types.CallToolRequestParams.model_validate(params, by_name=False)
             asked = await self._confirm(ctx, tool, typed, context, result)
             if not isinstance(asked, dict):
                 asked = asked.model_dump(by_alias=True, mode="json", exclude_none=True)
             wire = _methods.serialize_server_result("tools/call", version, asked)
+        elif result.content:  # images, files: the SDK's serializer writes every block kind
+            wire = _methods.serialize_server_result("tools/call", version, _render(result, tool, version))
         else:
-            wire = _wire_result(_render(result, tool), version)
+            wire = _wire_result(_render(result, tool, version), version)
         if version in MODERN_PROTOCOL_VERSIONS:
             wire["_meta"] = {SERVER_INFO_META_KEY: server.server_info_stamp}
         return wire
@@ -305,7 +315,9 @@ class _Handlers:
         if ctx.meta is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             context = principal  # no progress token: the SDK's report_progress would drop every report
         else:
-            context = principal.evolve(progress=ctx.session.report_progress)
+            # throttled (a tool reporting 10,000 times a second does not flood the client), and closed
+            # when the call ends (a tool still running after a timeout reports to nobody)
+            context = principal.evolve(progress=ProgressThrottle(ctx.session.report_progress))
         call_id = f"mcp_{ctx.request_id}" if ctx.request_id is not None else f"mcp_{uuid.uuid4().hex}"
         return context, call_id
 
@@ -466,6 +478,11 @@ def _may_call(tool: Tool, principal: ToolContext[Any]) -> bool:
     return allowed is None or tool.name in allowed
 
 
+def _end_progress(context: ToolContext[Any]) -> None:
+    if isinstance(context.progress, ProgressThrottle):
+        context.progress.close()
+
+
 def _can_elicit(ctx: ServerRequestContext[Any, Any], modern: bool) -> bool:
     caps = ctx.session.client_capabilities
     elicitation = caps.elicitation if caps is not None else None
@@ -497,7 +514,23 @@ def _wire_result(rendered: dict[str, Any], version: str) -> dict[str, Any]:
     return wire
 
 
-def _render(result: ToolResult, tool: Tool) -> dict[str, Any]:
+def _render(result: ToolResult, tool: Tool, version: str | None = None) -> dict[str, Any]:
     out = _FORMAT.tool_result_message(result, tool=tool)
     out["resultType"] = "complete"  # required from 2026-07-28; earlier versions' schemas drop it
+    if result.content and version is not None:
+        out["content"] = [_block_for(block, version) for block in out["content"]]
     return out
+
+
+def _block_for(block: dict[str, Any], version: str) -> dict[str, Any]:
+    """A content block an older client can read: `audio` came in 2025-03-26 and `resource_link` in
+    2025-06-18; before those, the block is a text note (versions are dates: text order is time order)."""
+    kind = block["type"]
+    if kind == "audio" and version < "2025-03-26":
+        return {
+            "type": "text",
+            "text": f"[{block.get('mimeType', 'audio')} audio, not shown: this MCP version has no audio]",
+        }
+    if kind == "resource_link" and version < "2025-06-18":
+        return {"type": "text", "text": f"[resource {block.get('name', '')}: {block['uri']}]"}
+    return block

@@ -28,6 +28,7 @@ from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.tools import Tool, ToolCall
 
 if TYPE_CHECKING:
+    from toolrun.content import Content
     from toolrun.results import ToolResult
 
 __all__ = [
@@ -136,26 +137,41 @@ class ToolResultMessage:
     """What the model reads: `ToolResult.render()`."""
     is_error: bool = False
     """Whether the call failed (Anthropic marks such results `is_error`)."""
+    parts: tuple[Content, ...] = ()
+    """For a result with content (`ToolResult.content`): what the model is shown, in order — the value
+    as a `Text` first (when there is one), then the images, files and text blocks. `content` keeps the text
+    form (with a note per image or file) for places that take text only. Empty for plain results."""
 
     @classmethod
     def from_result(cls, result: ToolResult) -> ToolResultMessage:
-        """The message for an executor's `ToolResult` (its `render()` text, flagged when it is an error)."""
+        """The message for an executor's `ToolResult` (its `render()` text, flagged when it is an error;
+        with its content items as `parts`)."""
+        if result.content and result.status == "ok":
+            from toolrun.formats._content import parts
+
+            items = tuple(parts(result))
+        else:
+            items = ()
         return cls(
             call_id=result.call_id,
             tool_name=result.tool_name,
             # A tool may return text no provider takes (a file name read with surrogateescape).
             content=clean_text(result.render()),
             is_error=result.status == "error",
+            parts=items,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "role": "tool",
             "call_id": self.call_id,
             "tool_name": self.tool_name,
             "content": self.content,
             "is_error": self.is_error,
         }
+        if self.parts:
+            out["parts"] = [item.to_dict() for item in self.parts]
+        return out
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
@@ -175,11 +191,17 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
             tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls") or ()],
         )
     if role == "tool":
+        items: tuple[Content, ...] = ()
+        if data.get("parts"):
+            from toolrun.content import content_from_dict
+
+            items = tuple(content_from_dict(item) for item in data["parts"])
         return ToolResultMessage(
             call_id=data["call_id"],
             tool_name=data.get("tool_name", ""),
             content=data["content"],
             is_error=bool(data.get("is_error", False)),
+            parts=items,
         )
     raise ValueError(f"Not a message: unknown role {role!r} (expected system, user, assistant or tool).")
 

@@ -181,7 +181,7 @@ class AnthropicModel(_SDKClientModel):
                 block: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": message.call_id,
-                    "content": message.content,
+                    "content": _result_content(message),
                 }
                 if message.is_error:
                     block["is_error"] = True
@@ -353,6 +353,17 @@ class AnthropicModel(_SDKClientModel):
             asm.raw = event
             return []
         return []
+
+
+def _result_content(message: ToolResultMessage) -> Any:
+    """The text, or for a result with content its `text` / `image` / `document` blocks."""
+    if not message.parts or message.is_error:
+        return message.content
+    from toolrun.formats.anthropic import AnthropicFormat
+    from toolrun.results import ToolResult
+
+    result = ToolResult(call_id=message.call_id, tool_name=message.tool_name, content=message.parts)
+    return AnthropicFormat().tool_result_message(result)["content"]
 
 
 class _Assembler(StreamAssembler):

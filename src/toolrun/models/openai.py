@@ -306,12 +306,28 @@ class OpenAIModel(_SDKClientModel):
             return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
         raise TypeError(f"Not a message: {message!r}")
 
+    def _messages(self, request: ModelRequest) -> list[dict[str, Any]]:
+        """The messages; after each run of tool messages whose results carry images or files, one user
+        message with them (tool messages take text only; see `toolrun.formats.openai`)."""
+        out: list[dict[str, Any]] = []
+        pending: list[ToolResultMessage] = []
+        for message in request.messages:
+            if pending and not isinstance(message, ToolResultMessage):
+                out.extend(_followups(pending))
+                pending = []
+            out.append(self._message(message, request))
+            if isinstance(message, ToolResultMessage) and message.parts:
+                pending.append(message)
+        if pending:
+            out.extend(_followups(pending))
+        return out
+
     def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The Chat Completions request body (without `extra_body`): exactly what is sent."""
         settings = self.settings.merge(request.settings)
         body: dict[str, Any] = {
             "model": self.model_name,
-            "messages": [self._message(m, request) for m in request.messages],
+            "messages": self._messages(request),
         }
         if len(request.tools):
             strict = settings.strict_tools if settings.strict_tools is not None else self.strict_tools
@@ -435,3 +451,11 @@ class OpenAIModel(_SDKClientModel):
                 asm.provider_finish_reason = str(choice["finish_reason"])
                 asm.finish_reason = _finish(choice["finish_reason"])
         return events
+
+
+def _followups(messages: list[ToolResultMessage]) -> list[dict[str, Any]]:
+    from toolrun.formats.openai import OpenAIChatFormat
+    from toolrun.results import ToolResult
+
+    results = [ToolResult(call_id=m.call_id, tool_name=m.tool_name, content=m.parts) for m in messages]
+    return OpenAIChatFormat().content_followups(results)

@@ -39,6 +39,7 @@ argument values, results or messages; logged exceptions keep their type and stac
 
 from toolrun.runtime._audit import AuditRecord, AuditSink, InMemoryAuditSink, canonical_json
 from toolrun.runtime._audit_file import JSONLinesAuditSink
+from toolrun.runtime._budget import Artifact, ArtifactStore, InMemoryArtifactStore, read_result_tool
 from toolrun.runtime._chain import ChainStep
 from toolrun.runtime._events import (
     ConfirmationRequested,
@@ -56,6 +57,8 @@ from toolrun.runtime._run import RunStage
 from toolrun.runtime._stages import CacheStage, ConfirmationStage, RateLimitStage, summarize_call
 
 __all__ = [
+    "Artifact",
+    "ArtifactStore",
     "AuditRecord",
     "AuditSink",
     "CacheStage",
@@ -65,6 +68,7 @@ __all__ = [
     "ConfirmationResolved",
     "ConfirmationStage",
     "EventBus",
+    "InMemoryArtifactStore",
     "InMemoryAuditSink",
     "Invocation",
     "JSONLinesAuditSink",
@@ -78,5 +82,6 @@ __all__ = [
     "ToolRetrying",
     "ToolStarted",
     "canonical_json",
+    "read_result_tool",
     "summarize_call",
 ]

@@ -115,6 +115,7 @@ _RESULT_FIELDS = (
     "cached",
     "exclude_value_from_context",
     "metadata",
+    "content",
 )
 _new = object.__new__
 
@@ -150,6 +151,7 @@ if _plain_dataclass():
             "cached": False,
             "exclude_value_from_context": False,
             "metadata": {},
+            "content": (),
         }
         return result
 

@@ -20,6 +20,7 @@ __all__ = [
     "cancelled_by_tool",
     "confirmation_denied",
     "confirmation_expired",
+    "content_invalid",
     "deadline_exceeded",
     "execution_failed",
     "fail",
@@ -259,6 +260,18 @@ def cancelled_by_tool(call_id: str, tool_name: str, error_id: str) -> ToolResult
         f"The tool {tool_name!r} was cancelled before it finished (error id {error_id}).",
         recover_action="Do not retry the same call; tell the user what failed.",
         details={"error_id": error_id, "cancelled": True},
+    )
+
+
+def content_invalid(call_id: str, tool_name: str, error_id: str, problems: Sequence[str]) -> ToolResult:
+    return fail(
+        call_id,
+        tool_name,
+        ErrorCode.RESULT_INVALID,
+        f"The tool {tool_name!r} returned content that cannot be sent: {'; '.join(problems)[:500]} "
+        f"(error id {error_id})",
+        recover_action="Do not retry the same call; tell the user the tool's output could not be sent.",
+        details={"error_id": error_id, "problems": list(problems)},
     )
 
 

@@ -30,12 +30,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from toolrun.content import MAX_ITEM_BYTES, MAX_ITEMS, Content
 from toolrun.exceptions import ArgumentsError
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._approvals import describe_changes, make_preview
 from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, log_audit_record
+from toolrun.runtime._budget import READ_RESULT, ArtifactStore, InMemoryArtifactStore, read_result_tool
 from toolrun.runtime._chain import ChainStep, run_chain
 from toolrun.runtime._events import (
     ConfirmationResolved,
@@ -69,7 +71,7 @@ from toolrun.store import (
     PendingConfirmation,
     RateLimitStore,
 )
-from toolrun.tools import RateLimit, Tool, ToolBudget, ToolCall, ToolContext, parse_rate_limit
+from toolrun.tools import OutputBudget, RateLimit, Tool, ToolBudget, ToolCall, ToolContext, parse_rate_limit
 
 __all__ = ["ToolExecutor"]
 
@@ -143,6 +145,16 @@ class ToolExecutor:
         quota: Calls allowed per user over a window, across every tool (`"1000/day"`, a `RateLimit`):
             kept in `rate_limits` (so Redis or SQL shares it between processes). Past it a call does not
             start: `RATE_LIMITED` with `details["quota"]` and `retry_after`. None: no quota.
+        max_content_bytes: Most bytes one content item (image, file, audio) of a result may hold.
+        max_content_items: Most content items one result may carry. A result past either limit is
+            `RESULT_INVALID`, its message naming the limit.
+        output_budget: How much of a result the model is shown, for tools without their own
+            `output_budget` (characters, or an `OutputBudget` with another counter). A result over it is
+            cut where its structure allows and kept whole in `artifacts`; the built-in `read_result` tool
+            (answered by this executor when the registry has none of that name) pages it. Tools with a
+            budget are not cut by `max_result_chars`.
+        artifacts: Where whole results over budget are kept (default: in memory, 1024 entries).
+        artifact_ttl: Seconds a kept result can be read.
     """
 
     def __init__(
@@ -171,6 +183,11 @@ class ToolExecutor:
         cancel_grace: float = 1.0,
         approval_rules: ApprovalRuleStore | None = None,
         quota: str | RateLimit | None = None,
+        max_content_bytes: int = MAX_ITEM_BYTES,
+        max_content_items: int = MAX_ITEMS,
+        output_budget: int | OutputBudget | None = None,
+        artifacts: ArtifactStore | None = None,
+        artifact_ttl: float = 3600.0,
     ) -> None:
         if default_timeout is not None and not default_timeout > 0:
             raise ValueError("default_timeout must be a positive number of seconds, or None.")
@@ -187,6 +204,14 @@ class ToolExecutor:
         self.transient_errors = tuple(transient_errors)
         self.log_exception_messages = log_exception_messages
         self.cancel_grace = cancel_grace
+        self.max_content_bytes = max_content_bytes
+        self.max_content_items = max_content_items
+        self.output_budget = OutputBudget.coerce(output_budget) if output_budget is not None else None
+        self.artifacts: ArtifactStore = artifacts if artifacts is not None else InMemoryArtifactStore()
+        self.artifact_ttl = artifact_ttl
+        self.artifacts_made = False
+        """Set once a result was cut to a budget (the agent then shows the model `read_result`)."""
+        self._builtins: dict[str, Tool] = {}
         self.retry_backoff = retry_backoff
         self.retry_backoff_max = retry_backoff_max
         self.approval_rules: ApprovalRuleStore = (
@@ -444,11 +469,13 @@ class ToolExecutor:
         context: ToolContext[Any] | None = None,
         *,
         max_concurrency: int | None = None,
+        context_for: Callable[[ToolCall], ToolContext[Any]] | None = None,
     ) -> list[ToolResult]:
         """Run calls concurrently (at most `max_concurrency` at a time); results in call order.
 
         A call of a `sequential` tool runs alone: after every call before it has finished, and before
-        any call after it starts.
+        any call after it starts. `context_for(call)`, when given, is each call's own context (e.g. with
+        a progress reporter naming the call) instead of `context`.
         """
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
@@ -458,11 +485,13 @@ class ToolExecutor:
         limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
         async def run(index: int) -> None:
+            call = items[index]
+            own = ctx if context_for is None else context_for(call)
             if limiter is None:
-                results[index] = await self.execute(items[index], ctx)
+                results[index] = await self.execute(call, own)
             else:
                 async with limiter:
-                    results[index] = await self.execute(items[index], ctx)
+                    results[index] = await self.execute(call, own)
 
         async def run_group(group: list[int]) -> None:
             if len(group) == 1:
@@ -610,6 +639,39 @@ class ToolExecutor:
         )
         return _errors.result_invalid(inv.call.id, inv.tool.name, error_id, problems)
 
+    def builtin_tool(self, name: str) -> Tool | None:
+        """The executor's own tool of that name (`read_result`), or None."""
+        if name != READ_RESULT:
+            return None
+        tool = self._builtins.get(name)
+        if tool is None:
+            tool = self._builtins[name] = read_result_tool(self.artifacts)
+        return tool
+
+    def content_problems(self, items: Sequence[Content]) -> list[str]:
+        """What breaks this executor's content limits (items per result, bytes per item)."""
+        problems = []
+        if len(items) > self.max_content_items:
+            problems.append(f"{len(items)} content items, more than the limit of {self.max_content_items}")
+        for index, item in enumerate(items):
+            if item.size > self.max_content_bytes:
+                problems.append(
+                    f"content[{index}] ({item.kind}) holds {item.size:,} bytes, "
+                    f"more than the limit of {self.max_content_bytes:,}"
+                )
+        return problems
+
+    def content_invalid(self, inv: Invocation, problems: Sequence[str]) -> ToolResult:
+        """`RESULT_INVALID` for content that breaks a limit or is malformed; the message names the limit."""
+        error_id = _errors.new_error_id()
+        _logger.warning(
+            "Tool %r returned content that cannot be sent (error_id=%s, call_id=%s)",
+            inv.tool.name,
+            error_id,
+            inv.call.id,
+        )
+        return _errors.content_invalid(inv.call.id, inv.tool.name, error_id, problems)
+
     def backoff(self, attempt: int, error: ToolError | None) -> float:
         return backoff_delay(attempt, self.retry_backoff, self.retry_backoff_max, error)
 
@@ -624,6 +686,8 @@ class ToolExecutor:
         plan = self._plans.get(name)
         if plan is None:
             tool = self.registry.find(name) if isinstance(name, str) else None
+            if tool is None:
+                tool = self.builtin_tool(name)
             if tool is None:
                 return None
             stages = self.stages_for(tool)

@@ -57,8 +57,10 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from toolrun.content import CONTENT_TYPES, ContentError, ToolOutput, as_content
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import _errors
+from toolrun.runtime._budget import apply_budget
 from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, ok_result, truncate
 from toolrun.runtime._events import ToolRetrying
 from toolrun.runtime._invocation import Invocation
@@ -75,6 +77,8 @@ _monotonic = time.monotonic
 _time = time.time
 _current_task = asyncio.current_task
 _NO_SNAPSHOT: Any = object()
+_CONTENT_ITEMS = frozenset(CONTENT_TYPES)
+_CONTENT_RETURNS = frozenset((*CONTENT_TYPES, ToolOutput))
 
 
 class _TimedOut(Exception):
@@ -242,6 +246,7 @@ class RunStage:
     options read once."""
 
     __slots__ = (
+        "_budget",
         "_check_output",
         "_direct",
         "_executor",
@@ -250,6 +255,7 @@ class RunStage:
         "_is_async",
         "_isolates",
         "_max_calls",
+        "_max_chars",
         "_retries",
         "_timeout",
         "tool",
@@ -266,6 +272,9 @@ class RunStage:
         self._is_async = tool.is_async
         self._direct = tool.direct_handler()
         self._check_output, self._fast_types = fast_output_types(tool)
+        builtin = tool is executor.builtin_tool(tool.name)  # read_result's pages are never cut again
+        self._budget = None if builtin else opts.output_budget or executor.output_budget
+        self._max_chars = None if self._budget is not None else executor.max_result_chars
         self._max_calls = opts.max_calls
 
     def _count_tool(self, inv: Invocation, budget: ToolBudget) -> ToolResult | None:
@@ -393,6 +402,8 @@ class RunStage:
                     result = ok_result(inv.call.id, self.tool.name, value, attempt)
                 else:
                     result = self._result(inv, value)
+                    if self._budget is not None and result.status == "ok":
+                        result = await self._within_budget(result, call_ctx)
                 if result.status != "error":
                     if call_ctx is not ctx:
                         try:
@@ -463,6 +474,9 @@ class RunStage:
         executor = self._executor
         if isinstance(value, ToolResult):
             return self._own_result(inv, value)
+        kind = type(value)
+        if kind in _CONTENT_RETURNS or (kind is list and value and type(value[0]) in _CONTENT_ITEMS):
+            return self._content_result(inv, value)
         if self._check_output and type(value) not in self._fast_types:
             try:
                 problems = self.tool.output_problems(value)
@@ -474,12 +488,49 @@ class RunStage:
             safe = json_safe(value)
         except ResultNotJSON:
             return executor.invalid_result(inv, value)
-        safe, total = truncate(safe, executor.max_result_chars)
+        safe, total = truncate(safe, self._max_chars)
         result = ok_result(inv.call.id, self.tool.name, safe, inv.attempts)
         if total is not None:
             result.metadata["truncated"] = True
             result.metadata["original_chars"] = total
         return result
+
+    def _content_result(self, inv: Invocation, returned: Any) -> ToolResult:
+        """A handler returned content (an item, a list of items, a `ToolOutput`): the value is checked
+        and made JSON-safe as any other; the items are checked against the executor's size limits."""
+        try:
+            split = as_content(returned)
+        except ContentError as exc:
+            return self._executor.content_invalid(inv, [str(exc)])
+        value, items = split if split is not None else (None, ())
+        problems = self._executor.content_problems(items)
+        if problems:
+            return self._executor.content_invalid(inv, problems)
+        result = (
+            self._result(inv, value)
+            if value is not None
+            else ok_result(inv.call.id, self.tool.name, None, inv.attempts)
+        )
+        if result.status == "ok":
+            result.content = items
+        return result
+
+    async def _within_budget(self, result: ToolResult, context: ToolContext[Any]) -> ToolResult:
+        """The result cut to the output budget (and kept whole as an artifact) when it is over it."""
+        executor = self._executor
+        assert self._budget is not None  # only called with a budget
+        out = await apply_budget(
+            result,
+            self.tool,
+            self._budget,
+            context,
+            executor.artifacts,
+            executor.artifact_ttl,
+            check_output=self._check_output,
+        )
+        if out is not result:
+            executor.artifacts_made = True
+        return out
 
     def _own_result(self, inv: Invocation, result: ToolResult) -> ToolResult:
         """A handler returned a whole `ToolResult` (to set a message, metadata, or hide the value)."""
@@ -490,7 +541,7 @@ class RunStage:
             metadata = json_safe(result.metadata)
         except ResultNotJSON:
             return self._executor.invalid_result(inv, result.value)
-        safe, total = truncate(safe, self._executor.max_result_chars)
+        safe, total = truncate(safe, self._max_chars)
         out = ToolResult(
             call_id=inv.call.id,
             tool_name=self.tool.name,
@@ -504,6 +555,16 @@ class RunStage:
         )
         if out.status == "error" and out.error is None:
             return self._executor.invalid_result(inv, result)
+        if result.content:
+            items = tuple(result.content)
+            problems = [
+                f"content[{i}] is a {type(item).__name__}, not a content item"
+                for i, item in enumerate(items)
+                if type(item) not in _CONTENT_ITEMS
+            ] or self._executor.content_problems(items)
+            if problems:
+                return self._executor.content_invalid(inv, problems)
+            out.content = items
         if total is not None:
             out.metadata["truncated"] = True
             out.metadata["original_chars"] = total

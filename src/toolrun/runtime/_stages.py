@@ -461,7 +461,7 @@ class CacheStage:
             if hit is not None:
                 return hit
         result = await call_next(inv)
-        if result.status == "ok":
+        if result.status == "ok" and not result.content:  # content (bytes) is not cached
             payload = {
                 "value": result.value,
                 "message": result.message,

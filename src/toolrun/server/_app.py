@@ -34,6 +34,7 @@ from toolrun.server.routes import (
     conversations,
     health,
     jobs,
+    results,
     tasks,
     tools,
     web,
@@ -54,6 +55,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     jobs.router,
     ag_ui.router,
     ai_sdk.router,
+    results.router,
     web.router,
 )
 """Every router of the service, registered in this order. A new resource: `routes/<resource>.py` with a

@@ -4,11 +4,15 @@ One run — a new message, or a decision on a pending confirmation — yields, i
 
 ```
 RunStarted
-  ( TextDelta | ToolCallStarted | ToolCallFinished | ConfirmationRequired )*
+  ( TextDelta | ToolCallStarted | ToolCallProgress | ToolCallFinished | ConfirmationRequired )*
 RunFinished                      (always last, unless RunError ends the stream instead)
 ```
 
 - `ToolCallStarted` comes before its `ToolCallFinished`; calls of one model turn may interleave.
+- `ToolCallProgress` (throttled, never after its call's `ToolCallFinished`) says how far a running call is.
+- `ToolCallFinished.content` lists what the tool returned beside JSON: text blocks as text, images and
+  files as `{"type", "media_type", "size", "name"?, "url"}` where `url` is `/api/v1/results/{id}` (the
+  owner's only): bytes never travel inline in events.
 - A call that needs approval finishes with `status="confirmation_required"`, then `ConfirmationRequired`
   carries the server's own record of it; the run then finishes with status `awaiting_confirmation`.
 - `RunFinished.response` is exactly the body `POST /api/v1/chat` answers (a `ChatResponse` as a dict).
@@ -20,7 +24,7 @@ Each event has a `kind` (the SSE event name) and `data()` (a JSON-safe dict, the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
 
 __all__ = [
@@ -31,6 +35,7 @@ __all__ = [
     "ServiceEvent",
     "TextDelta",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallStarted",
 ]
 
@@ -107,9 +112,11 @@ class ToolCallFinished:
     error: dict[str, Any] | None
     """`{"code", "message", "retryable", "recover_action", "details"}` when `status == "error"`."""
     duration_ms: float
+    content: list[dict[str, Any]] = field(default_factory=list)
+    """Content items beside the value (see the module docstring); only in `data()` when there are any."""
 
     def data(self) -> dict[str, Any]:
-        return {
+        out = {
             "run_id": self.run_id,
             "call_id": self.call_id,
             "tool": self.tool,
@@ -117,6 +124,32 @@ class ToolCallFinished:
             "result": self.result,
             "error": self.error,
             "duration_ms": self.duration_ms,
+        }
+        if self.content:
+            out["content"] = self.content
+        return out
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallProgress:
+    """A running call reported progress (`ctx.report_progress`); throttled by the agent."""
+
+    kind: ClassVar[str] = "tool_call_progress"
+    run_id: str
+    call_id: str
+    tool: str
+    progress: float
+    total: float | None
+    message: str | None
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "progress": self.progress,
+            "total": self.total,
+            "message": self.message,
         }
 
 
@@ -163,6 +196,7 @@ ServiceEvent: TypeAlias = (
     RunStarted
     | TextDelta
     | ToolCallStarted
+    | ToolCallProgress
     | ToolCallFinished
     | ConfirmationRequired
     | RunFinished

@@ -53,6 +53,7 @@ from toolrun.agent import ConfirmationRequired as AgentConfirmationRequired
 from toolrun.agent import RunFinished as AgentRunFinished
 from toolrun.agent import TextDelta as AgentTextDelta
 from toolrun.agent import ToolCallFinished as AgentToolCallFinished
+from toolrun.agent import ToolCallProgress as AgentToolCallProgress
 from toolrun.agent import ToolCallStarted as AgentToolCallStarted
 from toolrun.models import (
     Message,
@@ -77,10 +78,12 @@ from toolrun.server._events import (
     ServiceEvent,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.server._leases import Leases
 from toolrun.server._observe import Observer
+from toolrun.server._results import content_views
 from toolrun.server._text import message_problem
 from toolrun.server._users import Principal
 from toolrun.store import ConfirmationStore
@@ -964,8 +967,24 @@ class ChatService:
                             arguments=_arguments(event.call.arguments),
                         )
                     )
+                elif isinstance(event, AgentToolCallProgress):
+                    handle._put(
+                        ToolCallProgress(
+                            run_id=run_id,
+                            call_id=event.call.id,
+                            tool=event.call.name,
+                            progress=event.progress,
+                            total=event.total,
+                            message=event.message,
+                        )
+                    )
                 elif isinstance(event, AgentToolCallFinished):
                     result = event.result
+                    content = (
+                        await content_views(self.agent.executor, result, job.principal.user_id)
+                        if result.content
+                        else []
+                    )
                     handle._put(
                         ToolCallFinished(
                             run_id=run_id,
@@ -975,6 +994,7 @@ class ChatService:
                             result=result.value if result.status == "ok" else None,
                             error=result.error.to_dict() if result.error is not None else None,
                             duration_ms=round(result.duration * 1000, 3),
+                            content=content,
                         )
                     )
                     obs.tool_call(job.principal.user_id, job.conversation_id, run_id, event.call, result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -10,12 +11,50 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-__all__ = ["ProgressReporter", "ToolBudget", "ToolCall", "ToolContext"]
+__all__ = ["ProgressReporter", "ProgressThrottle", "ToolBudget", "ToolCall", "ToolContext"]
 
 ProgressReporter = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 """`async (progress, total, message) -> None`: where a tool's progress reports go (e.g. MCP progress)."""
 
 DepsT = TypeVar("DepsT", default=Any)
+
+
+class ProgressThrottle:
+    """A `ProgressReporter` that forwards at most one report per `interval` seconds (a tool reporting
+    10,000 times a second does not flood a client), always forwards the final one (`progress >= total`),
+    and forwards nothing once `close()`d: the transport closes it when the call ends, so a tool still
+    running after its timeout or cancellation reports to nobody.
+
+    Args:
+        forward: Where reports that pass go.
+        interval: Least seconds between two forwarded reports (the final report excepted).
+    """
+
+    __slots__ = ("_forward", "_last", "closed", "dropped", "interval")
+
+    def __init__(self, forward: ProgressReporter, *, interval: float = 0.1) -> None:
+        self._forward = forward
+        self.interval = interval
+        self._last = -math.inf
+        self.closed = False
+        self.dropped = 0
+        """Reports not forwarded (too soon after the last one, or after `close`)."""
+
+    async def __call__(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        if self.closed:
+            self.dropped += 1
+            return
+        now = time.monotonic()
+        final = total is not None and progress >= total
+        if not final and now - self._last < self.interval:
+            self.dropped += 1
+            return
+        self._last = now
+        await self._forward(progress, total, message)
+
+    def close(self) -> None:
+        """Forward nothing more."""
+        self.closed = True
 
 
 @dataclass(kw_only=True, slots=True)

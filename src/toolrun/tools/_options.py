@@ -15,6 +15,7 @@ from toolrun.exceptions import ToolDefinitionError
 
 __all__ = [
     "CacheScope",
+    "OutputBudget",
     "PreviewFunction",
     "RateLimit",
     "ToolExample",
@@ -172,6 +173,12 @@ class ToolOptions:
     background: bool = False
     """A long-running tool: in a durable run (`toolrun.integrations.dbos`) a call starts a job and
     returns its handle at once; the result reaches the model in a later turn. Elsewhere it runs inline."""
+    output_budget: OutputBudget | None = None
+    """How much of a result the model is shown (None: the executor's `output_budget`). A result over it
+    is cut where its structure allows and kept whole as an artifact the model can page with `read_result`."""
+    include_return_schema: bool = False
+    """Describe the output schema (from the return annotation) to models in the tool's description, for
+    formats without a field for it (OpenAI, Anthropic, Gemini; MCP has `outputSchema`)."""
     coerce: bool = False
     """Read arguments leniently (Pydantic's lax mode: `"5"` → 5, `"yes"` → True, `true` → 1) instead of
     taking JSON types strictly. Unknown fields and non-finite numbers are refused either way."""
@@ -179,6 +186,35 @@ class ToolOptions:
     @property
     def effective_idempotent(self) -> bool:
         return self.idempotent or self.read_only
+
+
+MIN_OUTPUT_BUDGET = 200
+"""The smallest output budget: the note telling the model what was left out takes up to ~190 characters."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OutputBudget:
+    """How much of a result the model may be shown: `limit` units of `counter` (characters by default;
+    pass a tokenizer's `lambda text: len(encode(text))` to count tokens). `@tool(output_budget=4000)` means
+    `OutputBudget(limit=4000)`."""
+
+    limit: int
+    """The most units the model is shown of one result (the note about what was left out included)."""
+    counter: Callable[[str], int] = len
+    """Counts the units of a text; `len` (characters) by default."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < MIN_OUTPUT_BUDGET:
+            raise ToolDefinitionError(
+                f"output_budget must be a whole number of at least {MIN_OUTPUT_BUDGET} (the note saying "
+                f"what was left out must fit), not {self.limit!r}."
+            )
+        if not callable(self.counter):
+            raise ToolDefinitionError("OutputBudget.counter must be a function from text to a number.")
+
+    @classmethod
+    def coerce(cls, value: int | OutputBudget) -> OutputBudget:
+        return value if isinstance(value, OutputBudget) else cls(limit=value)
 
 
 class ToolOptionsKwargs(TypedDict, total=False):
@@ -205,6 +241,8 @@ class ToolOptionsKwargs(TypedDict, total=False):
     cache_scope: CacheScope | None
     preview: PreviewFunction | None
     max_calls: int | None
+    output_budget: int | OutputBudget | None
+    include_return_schema: bool
 
 
 _OPTION_NAMES = frozenset(ToolOptions.__dataclass_fields__)
@@ -306,6 +344,11 @@ def build_options(tool_name: str, options: Mapping[str, Any]) -> ToolOptions:
             f"Tool {tool_name!r}: a background tool cannot wait for a confirmation (its job starts at "
             "once); drop background=True, or split the confirmed step into its own tool."
         )
+    if values.get("output_budget") is not None:
+        try:
+            values["output_budget"] = OutputBudget.coerce(values["output_budget"])
+        except ToolDefinitionError as exc:
+            raise ToolDefinitionError(f"Tool {tool_name!r}: {exc}") from None
     values["examples"] = tuple(ToolExample.coerce(e) for e in values.get("examples", ()) or ())
     if not isinstance(values.get("coerce", False), bool):
         raise ToolDefinitionError(f"Tool {tool_name!r}: coerce must be True or False.")

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 
 from pydantic import TypeAdapter, ValidationError
 
+from toolrun.content import value_annotation
 from toolrun.exceptions import ArgumentsError, SchemaError, ToolDefinitionError, ToolExampleError
 from toolrun.tools._context import ToolContext
 from toolrun.tools._function_schema import (
@@ -316,7 +317,7 @@ class Tool:
         self._context_param = schema.context_param
         self._positional_only = schema.positional_only
         self._is_async = schema.is_async
-        self._return_type = schema.return_type
+        self._return_type = value_annotation(schema.return_type)
         self._declared_output_schema = None
         self.options = built
         self._check_examples()

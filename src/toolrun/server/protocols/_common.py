@@ -36,6 +36,8 @@ def result_payload(event: ToolCallFinished) -> dict[str, Any]:
         payload["value"] = event.result
     if event.error is not None:
         payload["error"] = {k: event.error.get(k) for k in ("code", "message", "retryable", "recover_action")}
+    if event.content:
+        payload["content"] = event.content  # images and files by URL, never inline bytes
     return payload
 
 

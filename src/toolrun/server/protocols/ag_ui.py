@@ -29,6 +29,7 @@ from typing import Any
 from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
+    CustomEvent,
     Interrupt,
     ResumeEntry,
     RunAgentInput,
@@ -58,6 +59,7 @@ from toolrun.server._events import (
     ServiceEvent,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.server.protocols._common import (
@@ -248,6 +250,9 @@ class AGUIEncoder:
         elif isinstance(event, ToolCallStarted):
             self._queue.append(event)
             frames.extend(self._pump())
+        elif isinstance(event, ToolCallProgress):
+            # AG-UI has no progress event of its own: a CUSTOM event, named, carrying the report
+            frames.append(self._encode(CustomEvent(name="tool_call_progress", value=event.data())))
         elif isinstance(event, ToolCallFinished):
             self._calls.finished(event)
             frames.extend(self._finished(event))

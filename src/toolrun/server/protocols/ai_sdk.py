@@ -33,6 +33,7 @@ from toolrun.server._events import (
     ServiceEvent,
     TextDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.server.protocols._common import (
@@ -223,6 +224,15 @@ class AISDKEncoder:
                     }
                 )
             )
+        elif isinstance(event, ToolCallProgress):
+            # a transient data part (`onData` on the client), one id per call so a UI can update in place
+            part = {
+                "type": "data-tool-progress",
+                "id": f"progress_{event.call_id}",
+                "data": event.data(),
+                "transient": True,
+            }
+            frames.append(self._frame(part))
         elif isinstance(event, ToolCallFinished):
             self._calls.finished(event)
             frames.extend(self._tool_finished(event))

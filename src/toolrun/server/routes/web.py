@@ -23,7 +23,7 @@ __all__ = ["CSP", "router"]
 router = APIRouter(include_in_schema=False)
 
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 """The page's Content-Security-Policy."""

@@ -66,6 +66,11 @@ async function request(method, path, body) {
   return response;
 }
 
+/** A stored result's bytes (an image, a file) as a Blob; the route answers its owner only. */
+export async function getBlob(path) {
+  return (await request("GET", path)).blob();
+}
+
 export async function getJSON(path) {
   return (await request("GET", path)).json();
 }

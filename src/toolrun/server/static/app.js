@@ -1,8 +1,9 @@
 // The page: sign in, conversations, chat with streaming text, tool and confirmation cards, the task list.
-import { ApiError, StreamCut, clearToken, getJSON, getToken, postJSON, serverIsUp, setToken, stream } from "./api.js";
+import { ApiError, StreamCut, clearToken, getBlob, getJSON, getToken, postJSON, serverIsUp, setToken, stream } from "./api.js";
 import {
   assistantBubble,
   confirmationCard,
+  contentList,
   el,
   markFailed,
   markInterrupted,
@@ -236,7 +237,11 @@ function handlers(progress) {
       card.finish(data);
       // A held call's result comes after the decision that let it run, not above it.
       if (waited) $("messages").append(card.card);
+      if (data.content && data.content.length) card.card.append(contentList(data.content, getBlob));
       refreshTasks();
+    } else if (name === "tool_call_progress") {
+      const card = state.cards.get(data.call_id);
+      if (card) card.progress(data);
     } else if (name === "confirmation_required") {
       bubble = null;
       addConfirmation(data);

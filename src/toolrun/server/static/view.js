@@ -153,6 +153,10 @@ export function toolCard(callId, tool, args) {
   );
   return {
     card,
+    progress({ progress, total, message }) {
+      const share = typeof total === "number" && total > 0 ? ` ${Math.round((100 * progress) / total)}%` : "";
+      status.textContent = `${STATUS_WORDS.running}${share}${message ? ` ${message}` : ""}`;
+    },
     finish({ status: state, result: value, error, duration_ms }) {
       const denied = error && error.code === "CONFIRMATION_DENIED";
       const key = denied ? "denied" : state;
@@ -174,6 +178,42 @@ export function toolCard(callId, tool, args) {
       if (typeof duration_ms === "number") duration.textContent = `${duration_ms.toFixed(1)} ms`;
     },
   };
+}
+
+/** What a tool returned beside JSON: text as text, images shown, files and links as links. Bytes are
+ * fetched with the user's token (`loadBlob(url)`) and shown through blob: URLs. */
+export function contentList(items, loadBlob) {
+  const list = el("ul", { class: "content" });
+  for (const item of items || []) {
+    if (item.type === "text") {
+      list.append(el("li", {}, el("p", { text: item.text })));
+    } else if (item.type === "image") {
+      const img = el("img", { alt: `Image from the tool (${item.media_type || "image"})`, class: "result-image" });
+      list.append(el("li", {}, img));
+      if (item.url && item.url.startsWith("/api/")) {
+        loadBlob(item.url).then((blob) => { img.src = URL.createObjectURL(blob); }, () => { img.alt = "The image could not be loaded."; });
+      }
+    } else {
+      const name = item.name || item.uri || item.url || item.type;
+      const link = el("a", { text: `${name}${item.size ? ` (${item.size.toLocaleString()} bytes)` : ""}` });
+      const target = item.uri || item.url;
+      if (item.url && item.url.startsWith("/api/")) {
+        link.href = "#";
+        link.addEventListener("click", async (event) => {
+          event.preventDefault();
+          const blob = await loadBlob(item.url);
+          const a = el("a", { href: URL.createObjectURL(blob) });
+          a.download = item.name || "download";
+          a.click();
+        });
+      } else if (target && /^https?:/.test(target)) {
+        link.href = target;
+        link.rel = "noopener noreferrer";
+      }
+      list.append(el("li", {}, link));
+    }
+  }
+  return list;
 }
 
 /**
