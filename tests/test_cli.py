@@ -360,7 +360,9 @@ def test_chat_in_a_terminal_asks_after_the_trace_in_whole_words(env: Path) -> No
         term.type(f"delete {task_id}")
         asked = term.expect("[y/n]")
         assert asked.index("? delete_task") < asked.index("Confirm:") < asked.index("Allow it?")
-        assert f'delete_task(task_id="{task_id}")' in " ".join(asked.split())
+        # What the person approves is the preview from the task store, wrapped between whole words.
+        confirm = asked[asked.index("Confirm:") : asked.index("Allow it?")]
+        assert f"Delete the task '{title}' (no due date), permanently." in " ".join(confirm.split())
         term.type("y")
         term.expect("Deleted task")
         term.type("exit")
@@ -368,6 +370,7 @@ def test_chat_in_a_terminal_asks_after_the_trace_in_whole_words(env: Path) -> No
     finally:
         if term.proc.poll() is None:
             term.proc.kill()
+            term.proc.wait()
     assert code == 0
     assert term.seen.count("demo model") == 1 and "Traceback" not in term.seen
 

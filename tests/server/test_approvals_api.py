@@ -142,8 +142,9 @@ async def test_deny_rules_and_argument_constraints(service: Service) -> None:
 
 async def test_rules_are_refused_for_tools_that_never_ask_and_bad_expiries(service: Service) -> None:
     a = service.alice
+    unknown = await a.http.post("/api/v1/approval-rules", json={"tool": "no_such_tool", "expires_at": _in(1)})
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown_tool")
     for body, code in [
-        ({"tool": "no_such_tool", "expires_at": _in(1)}, "unknown_tool"),
         ({"tool": "create_task", "expires_at": _in(1)}, "no_confirmation"),
         ({"tool": "delete_task", "expires_at": _in(-1)}, "invalid_expiry"),
         ({"tool": "delete_task", "expires_at": _in(400)}, "invalid_expiry"),

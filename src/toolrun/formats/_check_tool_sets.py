@@ -125,6 +125,9 @@ def _anthropic(definitions: Sequence[Any], split: Split) -> None:
             split.functions.append((f"/{i}", definition))
             continue
         kind = definition.get("type", "custom")
+        if not isinstance(kind, str) and kind is not None:
+            split.functions.append((f"/{i}", definition))  # an odd "type": the per-tool check reports it
+            continue
         if kind in _ANT_SEARCH_TYPES:
             searches.append(i)
             if _deferred(definition):

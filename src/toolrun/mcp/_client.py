@@ -385,10 +385,18 @@ class MCPToolset:
         if isinstance(params, types.ElicitRequestFormParams):
             schema = params.requested_schema
             properties = schema.get("properties") or {}
-            if state.confirmed and all(
-                isinstance(p, Mapping) and p.get("type") == "boolean" for p in properties.values()
+            # A yes/no confirmation: what it requires is booleans only (optional fields, such as a reason
+            # for a refusal, are left out of the answer).
+            required = schema.get("required") or list(properties)
+            if (
+                state.confirmed
+                and required
+                and all(
+                    isinstance(properties.get(name), Mapping) and properties[name].get("type") == "boolean"
+                    for name in required
+                )
             ):
-                return types.ElicitResult(action="accept", content=dict.fromkeys(properties, True))
+                return types.ElicitResult(action="accept", content=dict.fromkeys(required, True))
             state.input_request = {"message": params.message, "requested_schema": dict(schema)}
         else:
             state.input_request = {"message": params.message, "url": params.url}

@@ -78,12 +78,13 @@ async def list_rules(user: CurrentUser, state: State) -> Any:
 
 @router.post("/approval-rules", response_model=RuleView, status_code=201)
 async def add_rule(body: RuleRequest, user: CurrentUser, state: State) -> Any:
-    """Add a standing approval for one of the tools that ask for confirmation (422 for any other tool,
-    one the user may not call, an argument the tool does not take, or an expiry in the past or too far)."""
+    """Add a standing approval for one of the tools that ask for confirmation (404 for a tool the user
+    cannot call or that does not exist, as for any other record that is not theirs; 422 for a tool that
+    never asks, an argument the tool does not take, or an expiry in the past or too far)."""
     tool = state.registry.find(body.tool)
     roles = tool.options.roles if tool is not None else None
     if tool is None or (roles is not None and roles.isdisjoint(user.roles)):
-        raise ServiceError(422, "unknown_tool", f"There is no tool {body.tool!r} you can use.")
+        raise ServiceError(404, "unknown_tool", f"There is no tool {body.tool!r} you can use.")
     if not tool.options.requires_confirmation:
         raise ServiceError(
             422, "no_confirmation", f"{body.tool!r} never asks for confirmation: no rule needed."
