@@ -274,13 +274,29 @@ def test_help_names_values_in_words_and_every_option_says_what_it_is() -> None:
 def test_serve_without_a_demo_user_prints_the_url_to_open(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[dict[str, Any]] = []
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
-    r = runner.invoke(app, ["serve", "--port", "8123", "--upgrade"])
+    first, second = free_port(), free_port()
+    r = runner.invoke(app, ["serve", "--port", str(first), "--upgrade"])
     assert r.exit_code == 0, r.output
-    assert "open  http://127.0.0.1:8123/" in r.output and "toolrun users add" in r.output
-    assert started and started[0]["port"] == 8123
-    r = runner.invoke(app, ["serve", "--port", "8124", "--demo-user", "eve"])
+    assert f"open  http://127.0.0.1:{first}/" in r.output and "toolrun users add" in r.output
+    assert started and started[0]["port"] == first
+    r = runner.invoke(app, ["serve", "--port", str(second), "--demo-user", "eve"])
     assert r.exit_code == 0, r.output
-    assert "open  http://127.0.0.1:8124/#token=trk_" in r.output
+    assert f"open  http://127.0.0.1:{second}/#token=trk_" in r.output
+
+
+def test_serve_says_in_one_line_when_the_port_is_taken(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = runner.invoke(app, ["serve", "--port", str(port), "--upgrade"])
+    assert r.exit_code == 1 and started == []  # nothing started
+    assert f"cannot listen on 127.0.0.1:{port}: the port is already in use" in r.output
+    assert "--port" in r.output and "Traceback" not in r.output
 
 
 class Terminal:

@@ -14,6 +14,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import sys
@@ -260,10 +261,19 @@ def serve(
         from toolrun.server.migrate import upgrade as do_upgrade
 
         asyncio.run(do_upgrade(settings.database_url))
+    taken = _port_taken(host, port)
+    if taken is not None:
+        raise _fail(
+            f"cannot listen on {host}:{port}: {taken}. Stop what uses it (another `toolrun serve`?), or pick "
+            f"another port: toolrun serve --port 8123 (make serve PORT=8123)."
+        )
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"http://{f'[{shown}]' if ':' in shown else shown}:{port}/" if port else None
     # Plain prints: a link must never be wrapped or styled.
-    print(f"\n  toolrun is starting with model {settings.model}", file=sys.stderr)
+    from toolrun.server._settings import public_model_name
+
+    # The model by provider and name only: a URL's credentials never reach a terminal or a log.
+    print(f"\n  toolrun is starting with model {public_model_name(settings.model)}", file=sys.stderr)
     if demo_user:
         token = asyncio.run(ensure_demo_user(settings, demo_user))
         if base:
@@ -285,6 +295,26 @@ def serve(
         timeout_keep_alive=75,  # longer than common proxies' idle timeouts: no race on a reused connection
         timeout_graceful_shutdown=int(settings.run_timeout) + 5,
     )
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on (in use, not an address here), or None. Checked before the
+    server starts so a person gets one line instead of uvicorn's log and exit code 3; uvicorn binds with
+    SO_REUSEADDR, and so does this check, so a port in TIME_WAIT is not reported as taken."""
+    import socket
+
+    if port == 0:
+        return None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "the port is already in use"
+            return exc.strerror or str(exc)
+    return None
 
 
 # -- tools -----------------------------------------------------------------------------------------------
