@@ -374,16 +374,35 @@ class RateLimitStage:
         limit = invocation.tool.options.rate_limit
         if limit is None:
             return await call_next(invocation)
-        key = f"{limit.key or invocation.tool.name}\x1f{invocation.context.user_id or ''}"
-        try:
-            decision = await self.store.acquire(key, limit=limit.limit, period=limit.period)
-        except Exception as exc:
-            return invocation.executor.internal_error(
-                invocation, exc, "could not check its rate limit", retryable=True
-            )
-        if not decision.allowed:
-            return _errors.rate_limited(invocation.call.id, invocation.tool.name, decision.retry_after)
-        return await call_next(invocation)
+        refused = await _take_token(
+            self.store,
+            limit,
+            limit.key or invocation.tool.name,
+            invocation,
+            "its rate limit",
+            _errors.rate_limited,
+        )
+        return refused if refused is not None else await call_next(invocation)
+
+
+async def _take_token(
+    store: RateLimitStore,
+    limit: RateLimit,
+    bucket: str,
+    invocation: Invocation,
+    what: str,
+    refuse: Callable[[str, str, float], ToolResult],
+) -> ToolResult | None:
+    """One token from the principal's bucket: None when granted, else the result to return instead (the
+    limit's refusal, or an internal error when the store fails: fail closed, retryable)."""
+    key = f"{bucket}\x1f{invocation.context.user_id or ''}"
+    try:
+        decision = await store.acquire(key, limit=limit.limit, period=limit.period)
+    except Exception as exc:
+        return invocation.executor.internal_error(invocation, exc, f"could not check {what}", retryable=True)
+    if not decision.allowed:
+        return refuse(invocation.call.id, invocation.tool.name, decision.retry_after)
+    return None
 
 
 class QuotaStage:
@@ -397,16 +416,10 @@ class QuotaStage:
 
     async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult:
         limit = self.limit
-        key = f"{limit.key or 'toolrun-quota'}\x1f{invocation.context.user_id or ''}"
-        try:
-            decision = await self.store.acquire(key, limit=limit.limit, period=limit.period)
-        except Exception as exc:
-            return invocation.executor.internal_error(
-                invocation, exc, "could not check the quota", retryable=True
-            )
-        if not decision.allowed:
-            return _errors.quota_exceeded(invocation.call.id, invocation.tool.name, decision.retry_after)
-        return await call_next(invocation)
+        refused = await _take_token(
+            self.store, limit, limit.key or "toolrun-quota", invocation, "the quota", _errors.quota_exceeded
+        )
+        return refused if refused is not None else await call_next(invocation)
 
 
 class CacheStage:
