@@ -85,12 +85,8 @@ class SSEStream:
                 item = self._item("\n".join(data), event)
                 if item is not None:
                     yield item
-        except httpx.TimeoutException as exc:
-            raise ProviderUnavailableError("the request timed out", provider=self._provider) from exc
         except httpx.HTTPError as exc:
-            raise ProviderUnavailableError(
-                f"the connection broke: {type(exc).__name__}: {exc}", provider=self._provider
-            ) from exc
+            raise _unavailable(exc, "the connection broke", self._provider) from exc
 
     def _item(self, payload: str, event: str | None) -> dict[str, Any] | None:
         try:
@@ -171,12 +167,8 @@ class HTTPClient:
 
         try:
             response = await self._client.send(self._request(path, body, timeout_s, stream=False))
-        except httpx.TimeoutException as exc:
-            raise ProviderUnavailableError("the request timed out", provider=self.provider) from exc
         except httpx.HTTPError as exc:
-            raise ProviderUnavailableError(
-                f"could not reach the provider: {type(exc).__name__}: {exc}", provider=self.provider
-            ) from exc
+            raise _unavailable(exc, "could not reach the provider", self.provider) from exc
         content = response.content
         if not 200 <= response.status_code < 300:
             raise _status_error(response, content, self.provider)
@@ -195,12 +187,8 @@ class HTTPClient:
 
         try:
             response = await self._client.send(self._request(path, body, timeout_s, stream=True), stream=True)
-        except httpx.TimeoutException as exc:
-            raise ProviderUnavailableError("the request timed out", provider=self.provider) from exc
         except httpx.HTTPError as exc:
-            raise ProviderUnavailableError(
-                f"could not reach the provider: {type(exc).__name__}: {exc}", provider=self.provider
-            ) from exc
+            raise _unavailable(exc, "could not reach the provider", self.provider) from exc
         if not 200 <= response.status_code < 300:
             try:
                 content = await response.aread()
@@ -214,6 +202,16 @@ class HTTPClient:
     async def aclose(self) -> None:
         if self._own:
             await self._client.aclose()
+
+
+def _unavailable(exc: Exception, what: str, provider: str) -> ProviderUnavailableError:
+    """The `ProviderUnavailableError` of a transport failure: a timeout says so, anything else says `what`
+    happened and httpx's own words."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderUnavailableError("the request timed out", provider=provider)
+    return ProviderUnavailableError(f"{what}: {type(exc).__name__}: {exc}", provider=provider)
 
 
 def _status_error(response: httpx.Response, content: bytes, provider: str) -> ProviderError:
