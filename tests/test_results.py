@@ -45,6 +45,7 @@ def test_error_code_is_a_string() -> None:
         "INVALID_ARGUMENTS",
         "CONFIRMATION_DENIED",
         "CONFIRMATION_EXPIRED",
+        "CONFIRMATION_NOT_FOUND",
         "RATE_LIMITED",
         "DEADLINE_EXCEEDED",
         "BUDGET_EXCEEDED",

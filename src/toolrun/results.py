@@ -34,7 +34,10 @@ class ErrorCode(StrEnum):
     CONFIRMATION_DENIED = "CONFIRMATION_DENIED"
     """A person refused the action, or the approval presented does not match this call."""
     CONFIRMATION_EXPIRED = "CONFIRMATION_EXPIRED"
-    """The approval was given too long ago, or was already used."""
+    """The approval was given too long ago, or the run ended before the user decided."""
+    CONFIRMATION_NOT_FOUND = "CONFIRMATION_NOT_FOUND"
+    """No pending approval with this id is the caller's to use: unknown, already used or decided, or another
+    user's or run's (one answer for all, so it never tells whether someone else's record exists)."""
     RATE_LIMITED = "RATE_LIMITED"
     """Too many calls; `details["retry_after"]` says in how many seconds to try again."""
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"

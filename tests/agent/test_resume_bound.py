@@ -130,7 +130,7 @@ async def test_the_executor_refuses_a_run_bound_confirmation_outside_its_run() -
     cid = run.pending[0].confirmation_id
     for ctx in (CTX, CTX.evolve(run_id="run_other")):
         result = await agent.executor.approve(cid, ctx)
-        assert result.error is not None and result.error.code == ErrorCode.CONFIRMATION_EXPIRED
+        assert result.error is not None and result.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
         result = await agent.executor.execute(delete("t1"), ctx, approval=cid)
         assert result.error is not None and ran == []
     # Still there: the run itself can decide it.
@@ -314,7 +314,7 @@ async def test_anonymous_runs_cannot_decide_each_others_confirmations() -> None:
     # And directly through the executor, under this run's id: not theirs.
     cid = other.pending[0].confirmation_id
     r = await executor.approve(cid, ToolContext(run_id=run.run_id))
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and ran == []
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and ran == []
 
 
 async def test_servers_can_require_signed_in_users() -> None:

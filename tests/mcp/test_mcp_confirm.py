@@ -135,7 +135,7 @@ async def test_state_is_single_use(deleter: Deleter) -> None:
         ok = await retry(client, first.request_state)
         replay = await retry(client, first.request_state)
     assert not ok.is_error
-    assert replay.is_error and "CONFIRMATION_EXPIRED" in text(replay)
+    assert replay.is_error and "CONFIRMATION_NOT_FOUND" in text(replay)
     assert deleter.deleted == ["t1"]
 
 

@@ -159,7 +159,7 @@ async def test_edit_then_approve_runs_the_edited_call_once_and_tells_the_model(
     assert result.metadata["edited"] == ['note_id: "n1" → "n2"']
     assert 'note_id: "n1" → "n2"' in result.render() and "deleted n2" in result.render()
     again = await ex.approve(cid, ctx, arguments={"note_id": "n1"})
-    assert again.error is not None and again.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert again.error is not None and again.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert runs == [{"note_id": "n2", "user": "u1"}]
     approved = [r for r in sink.records if r.action == "approve" and r.outcome == "ok"]
     assert [r.arguments_hash for r in approved] == [ex.hasher.arguments({"note_id": "n2"})]
@@ -174,7 +174,7 @@ async def test_someone_else_cannot_edit_or_preview_a_confirmation(notes_db: Path
         await ex.preview_edit(held.confirmation_id, other, {"note_id": "n2"}),
         await ex.approve(held.confirmation_id, other, arguments={"note_id": "n2"}),
     ):
-        assert attempt.error is not None and attempt.error.code == ErrorCode.CONFIRMATION_EXPIRED
+        assert attempt.error is not None and attempt.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert runs == [] and await ex.confirmation.store.get(held.confirmation_id) is not None
 
 

@@ -87,16 +87,16 @@ async def test_approve_runs_the_stored_call_exactly_once(ex: ToolExecutor, runs:
     assert (r.status, r.value, r.call_id, r.attempts) == ("ok", "wiped t1", "orig", 1)
     assert runs == [("u1", "t1")]
     again = await ex.approve(cid, U1)
-    assert again.error is not None and again.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert again.error is not None and again.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert again.error.details == {"reason": "unknown_or_used"} and runs == [("u1", "t1")]
 
 
 async def test_only_the_requesting_user_can_approve(ex: ToolExecutor, runs: list[Any]) -> None:
     cid = await request(ex)
     r = await ex.approve(cid, U2)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and runs == []
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and runs == []
     r = await ex.approve(cid, ToolContext())  # "no user" is a principal of its own, not a wildcard
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert r.error.details == {"reason": "unknown_or_used"} and runs == []
     assert (await ex.approve(cid, U1)).status == "ok"  # the other attempts did not burn it
 
@@ -117,12 +117,12 @@ async def test_deny_never_runs_and_tells_the_model(ex: ToolExecutor, runs: list[
     assert r.call_id == "orig" and r.tool_name == "wipe" and "not that one" in r.error.message
     assert r.error.details == {"reason": "denied"}
     r = await ex.approve(cid, U1)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and runs == []
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and runs == []
     r = await ex.deny(cid, U1)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     cid = await request(ex)
     r = await ex.deny(cid, U2)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert (await ex.pending_confirmations(U1))[0].id == cid
 
 
@@ -131,18 +131,18 @@ async def test_a_re_sent_call_with_its_approval_must_match_exactly(ex: ToolExecu
     for bad, ctx in [({"target": "t2"}, U1), ({"target": "t1", "force": True}, U1), ({"target": "t1"}, U2)]:
         r = await ex.execute(call("wipe", bad), ctx, approval=cid)
         assert r.error is not None, bad
-        assert r.error.code in (ErrorCode.CONFIRMATION_DENIED, ErrorCode.CONFIRMATION_EXPIRED), bad
+        assert r.error.code in (ErrorCode.CONFIRMATION_DENIED, ErrorCode.CONFIRMATION_NOT_FOUND), bad
     assert runs == []
     # Same arguments, other spelling: canonical JSON of the validated arguments matches.
     r = await ex.execute(call("wipe", ' { "force" : false, "target" : "t1" } '), U1, approval=cid)
     assert r.value == "wiped t1" and runs == [("u1", "t1")]
     r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and len(runs) == 1
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and len(runs) == 1
     r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval="conf_made_up")
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     cid = await request(ex, "t1")
     r = await ex.execute(call("wipe", {"target": "t1"}), ToolContext(), approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and len(runs) == 1
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and len(runs) == 1
 
 
 async def test_an_approval_is_bound_to_its_tool(make_executor: Any, runs: list[Any]) -> None:

@@ -155,7 +155,7 @@ async def test_a_call_without_a_user_is_held_for_a_caller_without_a_user(
     # A signed-in user can neither approve, deny, nor present it; none of that burns it.
     for attempt in (ex.approve(cid, U1), ex.deny(cid, U1)):
         r = await attempt
-        assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+        assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval=cid)
     assert r.error is not None and runs == []
     r = await ex.approve(cid, ANON)

@@ -35,7 +35,7 @@ async def test_each_outcome_of_a_presented_approval_and_its_event(make_executor:
     ex.subscribe(rec)
 
     r = await ex.execute(call("wipe", {"target": "t1"}, id="p0"), U1, approval="conf_unknown")
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert r.error.details.get("reason") == "unknown_or_used" and (r.call_id, r.tool_name) == ("p0", "wipe")
 
     first = await held(ex)
@@ -68,7 +68,7 @@ async def test_another_users_approval_is_unknown_to_them(make_executor: Any) -> 
     cid = await held(ex)
     u2 = ToolContext(user_id="u2")
     r = await ex.execute(call("wipe", {"target": "t1"}, id="x"), u2, approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and runs == []
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and runs == []
     assert resolved(rec) == [("x", "wipe", None, "u2", cid, "unknown")]
     r = await ex.execute(call("wipe", {"target": "t1"}, id="y"), U1, approval=cid)  # still the owner's
     assert r.status == "ok" and len(runs) == 1
@@ -123,7 +123,7 @@ async def test_an_approval_taken_by_someone_else_in_between_is_unknown(make_exec
     ex.subscribe(rec)
     cid = await held(ex)
     r = await ex.execute(call("wipe", {"target": "t1"}, id="r1"), U1, approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED and runs == []
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and runs == []
     assert r.error.details.get("reason") == "unknown_or_used" and (r.call_id, r.tool_name) == ("r1", "wipe")
     assert resolved(rec) == [("r1", "wipe", "tr1", "u1", cid, "unknown")]
 

@@ -233,7 +233,7 @@ async def test_one_content_free_audit_record_per_call(make_executor: Any) -> Non
         ("execute", "boom", "c3", "error", "EXECUTION_FAILED"),
         ("execute", "drop", "c4", "confirmation_required", None),
         ("approve", "drop", "c4", "ok", None),
-        ("approve", None, "", "error", "CONFIRMATION_EXPIRED"),
+        ("approve", None, "", "error", "CONFIRMATION_NOT_FOUND"),
         ("execute", "drop", "c5", "confirmation_required", None),
         ("deny", "drop", "c5", "error", "CONFIRMATION_DENIED"),
         ("execute", None, "c6", "error", "NOT_FOUND"),

@@ -121,7 +121,7 @@ async def test_asked_through_one_approved_through_the_other(
     assert runs == ["t1"]
 
     again = await a.approve(asked.confirmation_id, CTX)  # single use, across processes
-    assert again.error is not None and again.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert again.error is not None and again.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert runs == ["t1"]
     assert await a.pending_confirmations(CTX) == []
 
@@ -144,7 +144,7 @@ async def test_another_user_cannot_approve_through_the_other_process(
     asked = await a.execute(delete_call("t3"), CTX)
     assert asked.confirmation_id is not None
     stolen = await b.approve(asked.confirmation_id, ToolContext(user_id="intruder"))
-    assert stolen.error is not None and stolen.error.code == ErrorCode.CONFIRMATION_EXPIRED
+    assert stolen.error is not None and stolen.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
     assert runs == []
     assert (await a.approve(asked.confirmation_id, CTX)).status == "ok"  # still there for its owner
     assert runs == ["t3"]
@@ -161,7 +161,7 @@ async def test_simultaneous_approvals_through_both_run_the_tool_once(
     ok = [r for r in results if r.status == "ok"]
     refused = [r for r in results if r.status != "ok"]
     assert len(ok) == RACES
-    assert all(r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED for r in refused)
+    assert all(r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND for r in refused)
     assert sorted(runs) == sorted(f"r{i}" for i in range(RACES))  # each ran exactly once
 
 

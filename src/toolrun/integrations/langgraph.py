@@ -32,7 +32,7 @@ the exact arguments; reject and let the model call again.
 already holds (by user, thread and tool-call id, through `executor.pending_confirmations`) instead of
 asking again, so the ids in the interrupt stay valid; each approval is consumed atomically by
 `executor.approve`, so an approved call runs once, and a replayed or concurrent resume finds it used
-(`CONFIRMATION_EXPIRED`) rather than running it twice. Denials produce a `ToolMessage` saying the user
+(`CONFIRMATION_NOT_FOUND`) rather than running it twice. Denials produce a `ToolMessage` saying the user
 declined. Nothing runs before the answer, so no finished call is ever re-run by a resume.
 
 **Who is calling.** The `ToolContext` comes from `context` (a context, or a function of the state and the

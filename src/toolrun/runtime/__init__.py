@@ -28,7 +28,7 @@ the user's UI, and the full validated arguments) and answered with `status="conf
 and runs the stored call through the stages after confirmation, returning its result under the original
 call id; `deny(id, ctx, reason)` consumes it and returns `CONFIRMATION_DENIED`. `execute(call, ctx,
 approval=id)` accepts a re-sent call only if user, tool, argument hash and run match. Unknown, used,
-someone else's or another run's → `CONFIRMATION_EXPIRED` (`reason="unknown_or_used"`), expired →
+someone else's or another run's → `CONFIRMATION_NOT_FOUND` (`reason="unknown_or_used"`), expired →
 `CONFIRMATION_EXPIRED` (`"expired"`), a mismatch → `CONFIRMATION_DENIED`; so is a call without a user id
 under `require_user_for_confirmation=True`. Store errors fail closed.
 

@@ -285,7 +285,7 @@ class ToolExecutor:
         one issued in an agent run only in that run (`context.run_id`); the stored call is validated again
         and must hash to the approved arguments. It runs through the stages after confirmation (rate
         limit, deadline, budget, timeout, ...) under `context`. Unknown, used, someone else's or another
-        run's → `CONFIRMATION_EXPIRED` (reason `unknown_or_used`); expired → `CONFIRMATION_EXPIRED`
+        run's → `CONFIRMATION_NOT_FOUND` (reason `unknown_or_used`); expired → `CONFIRMATION_EXPIRED`
         (reason `expired`); no user id with `require_user_for_confirmation` → `CONFIRMATION_DENIED`.
         Of two concurrent approvals of one id, one runs the call and the other gets an error.
 
