@@ -75,14 +75,20 @@ def test_collector_finds_blocks_and_expected_output(tmp_path: Path) -> None:
     "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(ROOT))
 )
 def test_page_runs(page: Path) -> None:
+    run_page(page, sys.executable, cwd=ROOT)
+
+
+def run_page(page: Path, python: str | Path, *, cwd: Path, env: dict[str, str] | None = None) -> None:
+    """Runs `page`'s Python blocks in order in one fresh `python` and checks each pinned output."""
     blocks = python_blocks(page)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLRUN_", "OPENAI_", "ANTHROPIC_"))}
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLRUN_", "OPENAI_", "ANTHROPIC_"))}
     out = subprocess.run(
-        [sys.executable, "-c", _RUNNER, str(page.relative_to(ROOT))],
+        [python, "-c", _RUNNER, str(page.relative_to(ROOT))],
         input=json.dumps([(line, code) for line, code, _ in blocks]),
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         timeout=120,
         check=False,
