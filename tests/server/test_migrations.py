@@ -38,7 +38,7 @@ def _expected() -> dict[str, dict[str, Any]]:
     stores = create_sql_stores("sqlite+aiosqlite:///:memory:")
     tables = [*server_metadata.tables.values(), *task_metadata.tables.values()]
     tables += [stores.confirmations.table, stores.rate_limits.table, stores.cache.table]
-    tables += [stores.approval_rules.table]
+    tables += [stores.approval_rules.table, stores.artifacts.table]
     out = {t.name: {c.name: c.nullable for c in t.columns} for t in tables}
     out["toolrun_confirmations"]["run_id"] = True  # bound to the run that asked (nullable)
     return out

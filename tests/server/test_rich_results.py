@@ -106,3 +106,25 @@ async def test_ag_ui_and_ai_sdk_carry_progress_and_content_urls(service: Service
     assert output["output"]["content"][1]["url"].startswith("/api/v1/results/")
     image = await http.get(output["output"]["content"][1]["url"])
     assert image.content == png(4, 4)
+
+
+async def test_stored_content_is_served_by_every_process_and_after_a_restart(
+    service: Service, tmp_path: Path
+) -> None:
+    """The artifacts live in the database (`toolrun_artifacts`), not in one process's memory: another app
+    on the same database — a second worker, or this one restarted — serves the image to its owner only."""
+    import httpx
+
+    from toolrun.server import create_app
+
+    response = await service.alice.http.post("/api/v1/chat/stream", json={"message": "chart sales"})
+    (finished,) = [data for name, data in sse_events(response.text) if name == "tool_call_finished"]
+    url = finished["content"][1]["url"]
+    other = create_app(service.settings, model=model(), extra_tools=[chart])
+    async with other.router.lifespan_context(other):
+        transport = httpx.ASGITransport(app=other)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            got = await http.get(url, headers={"Authorization": f"Bearer {service.alice.token}"})
+            stranger = await http.get(url, headers={"Authorization": f"Bearer {service.bob.token}"})
+    assert got.status_code == 200 and got.content == png(4, 4)
+    assert stranger.status_code == 404

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from toolrun.results import ErrorCode, ToolError, ToolResult
+from toolrun.store import Artifact, ArtifactStore, InMemoryArtifactStore
 from toolrun.tools import OutputBudget, Tool, ToolContext
 
 __all__ = [
@@ -42,57 +41,6 @@ READ_RESULT = "read_result"
 
 _DEFAULT_PAGE = 4000
 _MAX_PAGE = 16_000  # below the executor's default max_result_chars, so a page is never truncated
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Artifact:
-    """A whole result kept for paging."""
-
-    id: str
-    owner: str | None
-    """The `user_id` of the call that made it (None: calls without a user)."""
-    tool_name: str
-    text: str
-    """The whole result as the model would read it uncut (empty for stored content bytes)."""
-    expires_at: float
-    data: bytes | None = None
-    """The bytes of a stored content item (an image, a file), served by the service's results route."""
-    media_type: str | None = None
-    """The media type of `data`."""
-    name: str | None = None
-    """A file name for `data`, when it has one."""
-
-
-@runtime_checkable
-class ArtifactStore(Protocol):
-    """Where whole results wait to be paged. `get` must answer None for another owner's artifact."""
-
-    async def put(self, artifact: Artifact) -> None: ...
-
-    async def get(self, artifact_id: str, owner: str | None) -> Artifact | None: ...
-
-
-class InMemoryArtifactStore:
-    """Artifacts in a dict, oldest dropped past `max_entries`; expired ones are never served."""
-
-    def __init__(self, *, max_entries: int = 1024, clock: Callable[[], float] = time.time) -> None:
-        self._items: OrderedDict[str, Artifact] = OrderedDict()
-        self._max = max_entries
-        self._clock = clock
-
-    async def put(self, artifact: Artifact) -> None:
-        self._items[artifact.id] = artifact
-        while len(self._items) > self._max:
-            self._items.popitem(last=False)
-
-    async def get(self, artifact_id: str, owner: str | None) -> Artifact | None:
-        found = self._items.get(artifact_id)
-        if found is None or found.owner != owner:
-            return None
-        if found.expires_at <= self._clock():
-            self._items.pop(artifact_id, None)
-            return None
-        return found
 
 
 def _text(value: Any) -> str:

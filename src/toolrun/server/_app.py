@@ -39,7 +39,13 @@ from toolrun.server.routes import (
     tools,
     web,
 )
-from toolrun.store.sql import SQLApprovalRuleStore, SQLCache, SQLConfirmationStore, SQLRateLimitStore
+from toolrun.store.sql import (
+    SQLApprovalRuleStore,
+    SQLArtifactStore,
+    SQLCache,
+    SQLConfirmationStore,
+    SQLRateLimitStore,
+)
 from toolrun.tools import Tool
 
 __all__ = ["ROUTERS", "ServerState", "create_app"]
@@ -129,6 +135,7 @@ def create_app(
         audit_logger=None,  # one log line per call comes from the service (with run and conversation ids)
         confirmation_ttl=settings.confirmation_ttl,
         approval_rules=SQLApprovalRuleStore(engine),
+        artifacts=SQLArtifactStore(engine),  # shared by every process, kept across restarts
     )
     chosen, model_name, demo = _model(settings, model)
     instructions = settings.instructions or INSTRUCTIONS.format(today=datetime.now(UTC).date().isoformat())

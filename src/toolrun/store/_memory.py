@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from toolrun.store._protocols import ApprovalRule, PendingConfirmation, RateLimitDecision
+from toolrun.store._protocols import ApprovalRule, Artifact, PendingConfirmation, RateLimitDecision
 
 __all__ = [
     "InMemoryApprovalRuleStore",
@@ -239,3 +239,26 @@ class InMemoryCache:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class InMemoryArtifactStore:
+    """Artifacts in a dict, oldest dropped past `max_entries`; expired ones are never served."""
+
+    def __init__(self, *, max_entries: int = 1024, clock: Callable[[], float] = time.time) -> None:
+        self._items: OrderedDict[str, Artifact] = OrderedDict()
+        self._max = max_entries
+        self._clock = clock
+
+    async def put(self, artifact: Artifact) -> None:
+        self._items[artifact.id] = artifact
+        while len(self._items) > self._max:
+            self._items.popitem(last=False)
+
+    async def get(self, artifact_id: str, owner: str | None) -> Artifact | None:
+        found = self._items.get(artifact_id)
+        if found is None or found.owner != owner:
+            return None
+        if found.expires_at <= self._clock():
+            self._items.pop(artifact_id, None)
+            return None
+        return found

@@ -297,3 +297,31 @@ class CacheStore(Protocol):
     async def clear(self) -> None:
         """Forget everything."""
         ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Artifact:
+    """A whole result kept for paging."""
+
+    id: str
+    owner: str | None
+    """The `user_id` of the call that made it (None: calls without a user)."""
+    tool_name: str
+    text: str
+    """The whole result as the model would read it uncut (empty for stored content bytes)."""
+    expires_at: float
+    data: bytes | None = None
+    """The bytes of a stored content item (an image, a file), served by the service's results route."""
+    media_type: str | None = None
+    """The media type of `data`."""
+    name: str | None = None
+    """A file name for `data`, when it has one."""
+
+
+@runtime_checkable
+class ArtifactStore(Protocol):
+    """Where whole results wait to be paged. `get` must answer None for another owner's artifact."""
+
+    async def put(self, artifact: Artifact) -> None: ...
+
+    async def get(self, artifact_id: str, owner: str | None) -> Artifact | None: ...
