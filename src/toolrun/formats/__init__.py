@@ -51,10 +51,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolrun.exceptions import UnknownFormatError
-from toolrun.formats._base import ToolCallParseError, WireFormat
+from toolrun.formats._base import ToolCallParseError, ToolNames, WireFormat
 from toolrun.formats._check import Violation, check, check_request
 from toolrun.formats._check_results import check_result
 from toolrun.formats.anthropic import AnthropicFormat
@@ -62,9 +62,6 @@ from toolrun.formats.gemini import GeminiFormat
 from toolrun.formats.mcp import MCPFormat
 from toolrun.formats.openai import OpenAIChatFormat, OpenAIResponsesFormat
 from toolrun.tools import Tool
-
-if TYPE_CHECKING:
-    from toolrun.registry import ToolSet
 
 __all__ = [
     "FORMATS",
@@ -112,7 +109,7 @@ def get_format(name: str) -> WireFormat:
 
 
 def definitions(
-    tools: Iterable[Tool] | ToolSet, format: str, *, strict: bool = False
+    tools: Iterable[Tool] | ToolNames, format: str, *, strict: bool = False
 ) -> list[dict[str, Any]]:
     """Tool definitions for one provider.
 

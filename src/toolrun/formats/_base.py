@@ -12,18 +12,29 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Protocol, runtime_checkable
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 
 from toolrun.exceptions import SchemaError
 from toolrun.formats._schema import SchemaTransformer
 from toolrun.results import ToolResult
 from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolCall
 
-if TYPE_CHECKING:
-    from toolrun.registry import ToolSet
+__all__ = ["BaseFormat", "ToolCallParseError", "ToolNames", "WireFormat"]
 
-__all__ = ["BaseFormat", "ToolCallParseError", "WireFormat"]
+
+class ToolNames(Protocol):
+    """What a format needs of a tool set to map provider-safe aliases: a registry or a view of one
+    (`toolrun.registry.ToolSet`) fits. Structural, so the formats never import the registry (the registry
+    sits above them and imports them)."""
+
+    def wire_name(self, name: str) -> str: ...
+
+    def original_name(self, wire_name: str) -> str: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def __iter__(self) -> Iterator[Tool]: ...
 
 
 class ToolCallParseError(ValueError):
@@ -65,7 +76,7 @@ class WireFormat(Protocol):
         ...
 
     def parse_tool_calls(
-        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+        self, response: Any, *, names: ToolNames | Mapping[str, str] | None = None
     ) -> list[ToolCall]:
         """The tool calls in a response (the JSON body as a dict, or the official SDK's object).
 
@@ -181,7 +192,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def original_name(wire: str, names: ToolSet | Mapping[str, str] | None) -> str:
+def original_name(wire: str, names: ToolNames | Mapping[str, str] | None) -> str:
     """Map a provider-safe alias back to the registered name (unknown names pass through)."""
     if names is None:
         return wire
@@ -191,7 +202,7 @@ def original_name(wire: str, names: ToolSet | Mapping[str, str] | None) -> str:
     return names.original_name(wire)
 
 
-def knows(wire: str, names: ToolSet | Mapping[str, str] | None) -> bool:
+def knows(wire: str, names: ToolNames | Mapping[str, str] | None) -> bool:
     """Whether `names` knows `wire` as a registered name or alias."""
     if names is None:
         return False

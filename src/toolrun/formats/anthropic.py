@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from toolrun.content import File, Image, Text, describe
-from toolrun.formats._base import BaseFormat, Reader, original_name
+from toolrun.formats._base import BaseFormat, Reader, ToolNames, original_name
 from toolrun.formats._content import has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import (
     DEFINITIONS,
@@ -68,9 +68,6 @@ from toolrun.formats._schema import (
 )
 from toolrun.results import ToolResult
 from toolrun.tools import Tool, ToolCall
-
-if TYPE_CHECKING:
-    from toolrun.registry import ToolSet
 
 __all__ = ["AnthropicFormat", "AnthropicSchema", "AnthropicStrictSchema"]
 
@@ -403,7 +400,7 @@ class AnthropicFormat(BaseFormat):
         return out
 
     def parse_tool_calls(
-        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+        self, response: Any, *, names: ToolNames | Mapping[str, str] | None = None
     ) -> list[ToolCall]:
         """Calls in a `Message` (`content[*]` blocks of type `tool_use`), or in a list of content blocks.
 

@@ -57,13 +57,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from toolrun.content import Audio, File, Image, Text, describe
 from toolrun.exceptions import SchemaError
 from toolrun.formats._base import (
     BaseFormat,
     Reader,
+    ToolNames,
     error_payload,
     knows,
     original_name,
@@ -87,9 +88,6 @@ from toolrun.formats._schema import (
 )
 from toolrun.results import ToolResult
 from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolCall
-
-if TYPE_CHECKING:
-    from toolrun.registry import ToolSet
 
 __all__ = ["GENERATED_ID_PREFIX", "GeminiFormat", "GeminiSchema", "gemini_name"]
 
@@ -343,7 +341,7 @@ class GeminiFormat(BaseFormat):
         return out
 
     def parse_tool_calls(
-        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+        self, response: Any, *, names: ToolNames | Mapping[str, str] | None = None
     ) -> list[ToolCall]:
         """Calls in a `GenerateContentResponse` (`candidates[0].content.parts[*].functionCall`).
 
@@ -401,7 +399,7 @@ class GeminiFormat(BaseFormat):
             calls.append(ToolCall(id=call_id, name=self._registered(wire, names), arguments=dict(args)))
         return calls
 
-    def _registered(self, wire: str, names: ToolSet | Mapping[str, str] | None) -> str:
+    def _registered(self, wire: str, names: ToolNames | Mapping[str, str] | None) -> str:
         """The registered name for a Gemini function name (undoing `gemini_name` where needed)."""
         if names is None:
             return wire[1:] if re.match(r"^_\d", wire) else wire

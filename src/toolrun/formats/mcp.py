@@ -31,17 +31,14 @@ given (MCP allows `.`); a name with `:` draws a checker warning (the spec's nami
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolrun.content import Audio, File, Image, ResourceLink, Text
-from toolrun.formats._base import BaseFormat, Reader, original_name, stable_id
+from toolrun.formats._base import BaseFormat, Reader, ToolNames, original_name, stable_id
 from toolrun.formats._content import has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import SchemaTransformer
 from toolrun.results import ToolResult
 from toolrun.tools import NAME_PATTERN, Tool, ToolCall
-
-if TYPE_CHECKING:
-    from toolrun.registry import ToolSet
 
 __all__ = ["MCPFormat", "content_block", "output_schema"]
 
@@ -108,7 +105,7 @@ class MCPFormat(BaseFormat):
         return out
 
     def parse_tool_calls(
-        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+        self, response: Any, *, names: ToolNames | Mapping[str, str] | None = None
     ) -> list[ToolCall]:
         """The call in a `tools/call` request: its `params` (`{"name", "arguments"}`) or the whole JSON-RPC
         request. Always one call; its id is the JSON-RPC id (or a stable one made from the params).

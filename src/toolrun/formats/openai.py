@@ -71,11 +71,11 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from toolrun.content import Audio, File, Image, Text, describe
 from toolrun.exceptions import SchemaError
-from toolrun.formats._base import BaseFormat, Reader, original_name
+from toolrun.formats._base import BaseFormat, Reader, ToolNames, original_name
 from toolrun.formats._content import follows, has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import (
     METADATA,
@@ -100,9 +100,6 @@ from toolrun.formats._schema import (
 )
 from toolrun.results import ToolResult
 from toolrun.tools import Tool, ToolCall
-
-if TYPE_CHECKING:
-    from toolrun.registry import ToolSet
 
 __all__ = ["OpenAIChatFormat", "OpenAIResponsesFormat", "OpenAIStrictSchema", "chat_call_id"]
 
@@ -403,7 +400,7 @@ class OpenAIChatFormat(_OpenAIBase):
         return {"type": "function", "function": function}
 
     def parse_tool_calls(
-        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+        self, response: Any, *, names: ToolNames | Mapping[str, str] | None = None
     ) -> list[ToolCall]:
         """Calls in a `ChatCompletion` (`choices[0].message.tool_calls`) or in a bare assistant message.
 
@@ -487,7 +484,7 @@ class OpenAIResponsesFormat(_OpenAIBase):
         }
 
     def parse_tool_calls(
-        self, response: Any, *, names: ToolSet | Mapping[str, str] | None = None
+        self, response: Any, *, names: ToolNames | Mapping[str, str] | None = None
     ) -> list[ToolCall]:
         """Calls in a `Response` (`output[*]` items of type `function_call`), or in a list of items.
 
