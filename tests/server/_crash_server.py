@@ -1,8 +1,8 @@
 """A real uvicorn serving `create_app(settings)` for the crash tests, run as a script (then SIGKILLed).
 
-`python _crash_server.py DIR DATABASE_URL LEASE_SECONDS` binds 127.0.0.1 on a free port, prints one JSON
-line `{"port": ...}` and serves. The model and the tools pace each crash window through files in DIR,
-so a test kills the process exactly where it means to:
+`python _crash_server.py DIR DATABASE_URL LEASE_SECONDS [PORT]` binds 127.0.0.1 on PORT (default: a free
+port), prints one JSON line `{"port": ...}` and serves. The model and the tools pace each crash window
+through files in DIR, so a test kills the process exactly where it means to:
 
 - `slow ...`: the model says "Working on it." and calls `slow_step`, which touches `slow_started` and
   waits for `release` (never made: the process is killed while the run works);
@@ -82,10 +82,11 @@ def build(directory: Path, database_url: str, lease_seconds: float) -> Any:
     return create_app(settings, model=FunctionModel(script, name="crash"), extra_tools=[slow_step, wipe_note])
 
 
-async def main(directory: Path, database_url: str, lease_seconds: float) -> None:
+async def main(directory: Path, database_url: str, lease_seconds: float, port: int = 0) -> None:
     app = build(directory, database_url, lease_seconds)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart takes the killed one's port
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     print(json.dumps({"port": port}), flush=True)
@@ -93,4 +94,5 @@ async def main(directory: Path, database_url: str, lease_seconds: float) -> None
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])))
+    port = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    asyncio.run(main(Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), port))

@@ -41,9 +41,9 @@ _SCRIPT = Path(__file__).with_name("_crash_server.py")
 class CrashServer:
     """`_crash_server.py` in a subprocess; `url` once it listens."""
 
-    def __init__(self, directory: Path, database_url: str) -> None:
+    def __init__(self, directory: Path, database_url: str, port: int = 0) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(_SCRIPT), str(directory), database_url, str(LEASE)],
+            [sys.executable, str(_SCRIPT), str(directory), database_url, str(LEASE), str(port)],
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -147,6 +147,11 @@ async def test_sigkill_while_a_run_works_frees_the_conversation_in_seconds_and_k
 
     second = CrashServer(tmp_path, db)
     try:
+        async with _client(second.url, token) as http:  # before anything claims it again: shown as it is
+            seen = await _until(lambda: _dead_run_shown(http, conv), "the run shown interrupted", LEASE + 10)
+        assert [(m["role"], m["content"]) for m in seen["messages"] if m["interrupted"]] == [
+            ("assistant", "Working on it.")
+        ]
         after = await _post_when_free(second.url, token, conv, "are you there?")
         assert after["status"] == "completed"
         async with _client(second.url, token) as http:
@@ -159,6 +164,11 @@ async def test_sigkill_while_a_run_works_frees_the_conversation_in_seconds_and_k
     assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
     statuses = [r[0] for r in await _rows(db, "SELECT status FROM toolrun_runs ORDER BY created_at")]
     assert statuses == ["completed", "interrupted", "completed"]
+
+
+async def _dead_run_shown(http: httpx.AsyncClient, conv: str) -> dict[str, Any] | None:
+    detail: dict[str, Any] = (await http.get(f"/api/v1/conversations/{conv}")).json()
+    return detail if detail["last_run"]["status"] == "interrupted" else None
 
 
 async def _approve_then_kill(tmp_path: Path, db: str, token: str, marker: str) -> tuple[str, str]:

@@ -732,9 +732,9 @@ class ChatService:
         async with self.engine.connect() as conn:
             row = (
                 await conn.execute(
-                    sa.select(c.c.id, c.c.title, c.c.created_at, c.c.updated_at, c.c.pending_run_id).where(
-                        c.c.id == conversation_id, c.c.user_id == principal.user_id
-                    )
+                    sa.select(
+                        c.c.id, c.c.title, c.c.created_at, c.c.updated_at, c.c.pending_run_id, c.c.lease_until
+                    ).where(c.c.id == conversation_id, c.c.user_id == principal.user_id)
                 )
             ).first()
             if row is None:
@@ -743,12 +743,20 @@ class ChatService:
             r = _db.runs
             last = (
                 await conn.execute(
-                    sa.select(r.c.id, r.c.status)
+                    sa.select(r.c.id, r.c.status, r.c.partial)
                     .where(r.c.conversation_id == conversation_id, r.c.user_id == principal.user_id)
                     .order_by(r.c.created_at.desc())
                     .limit(1)
                 )
             ).first()
+        status = None if last is None else last[1]
+        if last is not None and status == "running" and (row[5] is None or row[5] < time.time()):
+            # A dead process's run (its lease lapsed): shown as what it is, its answer so far flagged
+            # interrupted, before the next message closes it in the records (`_recovery`).
+            status = "interrupted"
+            if last[2]:
+                seq = history[-1]["seq"] + 1 if history else 0
+                history.append(message_view(seq, last[0], _recovery.interrupted_message(last[2])))
         pending = [p for p in await self.pending(principal) if p["conversation_id"] == conversation_id]
         return {
             "id": row[0],
@@ -756,7 +764,7 @@ class ChatService:
             "created_at": iso_time(row[2]),
             "updated_at": iso_time(row[3]),
             "awaiting_confirmation": row[4] is not None,
-            "last_run": None if last is None else {"run_id": last[0], "status": last[1]},
+            "last_run": None if last is None else {"run_id": last[0], "status": status},
             "messages": history,
             "pending": pending,
         }
