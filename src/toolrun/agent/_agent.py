@@ -558,7 +558,11 @@ class Agent:
                     yield event
             assert response is not None  # _ask always ends with the response
             checked = self._check_calls(run, response.tool_calls)
-            run.messages.append(AssistantMessage(content=response.text, tool_calls=checked.calls))
+            # The provider's own blocks go back to it only for a turn the boundary kept as it came.
+            kept = None if checked.refused or checked.renamed else response.provider_data
+            run.messages.append(
+                AssistantMessage(content=response.text, tool_calls=checked.calls, provider_data=kept)
+            )
             if not checked.calls:
                 run.output = response.text
                 run.status = "completed"

@@ -78,6 +78,17 @@ def clean_text(text: str) -> str:
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
+def clean_json(value: Any) -> Any:
+    """Plain JSON data with `clean_text` applied to every string, keys included (other values as they are)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        return {clean_text(str(k)): clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v) for v in value]
+    return value
+
+
 # ------------------------------------------------------------------------------------------------------
 # Messages
 
@@ -115,13 +126,21 @@ class AssistantMessage:
     """The model's text (may be empty when it only called tools)."""
     tool_calls: list[ToolCall] = field(default_factory=list)
     """The calls it made, with registered tool names, in the order it made them."""
+    provider_data: Mapping[str, Any] | None = None
+    """What the provider that wrote this turn needs back verbatim on the next request, keyed by provider
+    (`{"anthropic": {"content": [...blocks], "container": {...}}}`: thinking blocks, server-tool blocks,
+    programmatic tool calls, the code-execution container). Plain JSON; other providers ignore it, and a
+    model replays it only while the turn's tool calls are the ones it wrote (same ids, same order)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "role": "assistant",
             "content": self.content,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
         }
+        if self.provider_data:
+            out["provider_data"] = dict(self.provider_data)
+        return out
 
 
 @dataclass(kw_only=True, slots=True)
@@ -186,9 +205,11 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     if role == "user":
         return UserMessage(content=data["content"])
     if role == "assistant":
+        extra = data.get("provider_data")
         return AssistantMessage(
             content=data.get("content") or "",
             tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls") or ()],
+            provider_data=extra if isinstance(extra, Mapping) and extra else None,
         )
     if role == "tool":
         items: tuple[Content, ...] = ()
@@ -368,6 +389,8 @@ class ModelResponse:
     """The provider's id for this response."""
     raw: Any = field(default=None, compare=False, repr=False)
     """The provider's response as plain data (streams: the last chunk); not part of `to_dict()`."""
+    provider_data: Mapping[str, Any] | None = None
+    """What the provider needs back on the next request (see `AssistantMessage.provider_data`)."""
 
     def __post_init__(self) -> None:
         if self.finish_reason is None:
@@ -393,10 +416,12 @@ class ModelResponse:
 
     def to_message(self) -> AssistantMessage:
         """The assistant turn to append to the conversation."""
-        return AssistantMessage(content=self.text, tool_calls=list(self.tool_calls))
+        return AssistantMessage(
+            content=self.text, tool_calls=list(self.tool_calls), provider_data=self.provider_data
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "text": self.text,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
             "usage": self.usage.to_dict(),
@@ -405,10 +430,14 @@ class ModelResponse:
             "model_name": self.model_name,
             "response_id": self.response_id,
         }
+        if self.provider_data:
+            out["provider_data"] = dict(self.provider_data)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelResponse:
         reason = data.get("finish_reason")
+        extra = data.get("provider_data")
         return cls(
             text=data.get("text") or "",
             tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls") or ()],
@@ -417,6 +446,7 @@ class ModelResponse:
             provider_finish_reason=data.get("provider_finish_reason"),
             model_name=data.get("model_name"),
             response_id=data.get("response_id"),
+            provider_data=extra if isinstance(extra, Mapping) else None,
         )
 
 

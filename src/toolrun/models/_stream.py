@@ -61,6 +61,7 @@ class StreamAssembler:
         self.model_name: str | None = None
         self.response_id: str | None = None
         self.raw: Any = None
+        self.provider_data: dict[str, Any] | None = None
         self.chunks = 0
 
     @property
@@ -149,4 +150,5 @@ class StreamAssembler:
             model_name=self.model_name,
             response_id=self.response_id,
             raw=self.raw,
+            provider_data=self.provider_data,
         )

@@ -8,7 +8,13 @@ How toolrun's neutral conversation maps onto the Messages API:
 - system messages (wherever they stand) are joined, in order, into the request's `system` field;
 - an assistant turn is `text` and `tool_use` blocks (`input` is an object);
 - tool results are `tool_result` blocks in a *user* turn, and consecutive results (and a user message
-  right after them) are merged into one user turn, results first, since the API wants turns to alternate.
+  right after them) are merged into one user turn, results first, since the API wants turns to alternate;
+- a turn holding blocks toolrun does not model — `thinking` (which the API wants back in a tool-use loop),
+  server tools (`server_tool_use` and their results: tool search, code execution, web search), tool calls
+  made from code (`tool_use` with a `caller`: programmatic tool calling) — keeps its blocks verbatim in
+  `AssistantMessage.provider_data["anthropic"]`, and the next request sends them back as they came, with
+  the code-execution `container` the turn ran in. The tool calls in those blocks are still the client's
+  calls: they run through the executor and every gate, like any other call.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from toolrun.models._messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    clean_json,
 )
 from toolrun.models._stream import StreamAssembler
 from toolrun.tools import ToolCall
@@ -71,6 +78,57 @@ def _input_object(arguments: Any) -> dict[str, Any]:
     except ValueError:
         decoded = None
     return decoded if isinstance(decoded, dict) else {"_invalid_arguments": arguments}
+
+
+_REPLAY_LIMIT = 1_000_000
+"""Characters of blocks a turn may keep for replay; a larger turn falls back to its text and calls."""
+
+
+def _plain(block: Mapping[str, Any]) -> bool:
+    """A block toolrun models fully: text without citations, or a direct `tool_use`."""
+    kind = block.get("type")
+    if kind == "text":
+        return not block.get("citations")
+    if kind == "tool_use":
+        caller = block.get("caller")
+        return caller is None or (isinstance(caller, Mapping) and caller.get("type") == "direct")
+    return False
+
+
+def _replay(blocks: list[Any], container: Any) -> dict[str, Any] | None:
+    """What the next request must send back of this turn (None when its text and calls say it all)."""
+    if all(isinstance(b, Mapping) and _plain(b) for b in blocks) and not container:
+        return None
+    kept: dict[str, Any] = {"content": clean_json([dict(b) for b in blocks if isinstance(b, Mapping)])}
+    if isinstance(container, Mapping) and isinstance(container.get("id"), str):
+        kept["container"] = {"id": container["id"], "expires_at": container.get("expires_at")}
+    text = json.dumps(kept, ensure_ascii=False, default=str)  # the SDK's objects (a datetime) as JSON
+    if len(text) > _REPLAY_LIMIT:
+        return None
+    return {"anthropic": json.loads(text)}
+
+
+def _replayed(message: AssistantMessage) -> list[dict[str, Any]] | None:
+    """The turn's blocks as the API sent them, while its calls are still exactly the ones in them."""
+    data = (message.provider_data or {}).get("anthropic")
+    blocks = data.get("content") if isinstance(data, Mapping) else None
+    if not isinstance(blocks, list):
+        return None
+    ids = [b.get("id") for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    if ids != [c.id for c in message.tool_calls]:
+        return None  # the boundary renamed or refused a call: the blocks no longer describe this turn
+    return [dict(b) for b in blocks]
+
+
+def _container(messages: list[Any]) -> str | None:
+    """The code-execution container the conversation's latest turn ran in, for the next request."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage) and message.provider_data:
+            data = message.provider_data.get("anthropic")
+            found = data.get("container") if isinstance(data, Mapping) else None
+            if isinstance(found, Mapping) and isinstance(found.get("id"), str):
+                return str(found["id"])
+    return None
 
 
 def _usage(data: Any, into: Usage | None = None) -> Usage:
@@ -187,6 +245,10 @@ class AnthropicModel(_SDKClientModel):
                     block["is_error"] = True
                 push("user", [block])
             elif isinstance(message, AssistantMessage):
+                replay = _replayed(message)
+                if replay is not None:
+                    push("assistant", replay)
+                    continue
                 blocks: list[dict[str, Any]] = []
                 if message.content:
                     blocks.append({"type": "text", "text": message.content})
@@ -218,6 +280,9 @@ class AnthropicModel(_SDKClientModel):
         }
         if system:
             body["system"] = "\n\n".join(system)
+        container = _container(list(request.messages))
+        if container is not None:
+            body["container"] = container
         if len(request.tools):
             strict = settings.strict_tools if settings.strict_tools is not None else self.strict_tools
             body["tools"] = request.tools.definitions("anthropic", strict=strict)
@@ -280,7 +345,7 @@ class AnthropicModel(_SDKClientModel):
                 raise ProviderResponseError(
                     f"malformed content block: {block!r:.200}", provider=self.provider
                 )
-            # thinking, redacted_thinking and server-tool blocks are not modelled yet: skipped
+            # thinking and server-tool blocks are kept for the next request (provider_data)
         provider_reason = data.get("stop_reason")
         return ModelResponse(
             text="".join(texts),
@@ -291,6 +356,7 @@ class AnthropicModel(_SDKClientModel):
             model_name=data.get("model"),
             response_id=data.get("id"),
             raw=dict(data),
+            provider_data=_replay(content, data.get("container")),
         )
 
     # --------------------------------------------------------------------------------------------------
@@ -316,6 +382,7 @@ class AnthropicModel(_SDKClientModel):
             return []
         if kind == "content_block_start":
             block = event.get("content_block") or {}
+            cast(_Assembler, asm).open_block(event.get("index"), block)
             if block.get("type") == "tool_use":
                 cast(_Assembler, asm).tool_blocks.add(event.get("index"))
                 initial = block.get("input")
@@ -332,6 +399,7 @@ class AnthropicModel(_SDKClientModel):
             return []
         if kind == "content_block_delta":
             delta = event.get("delta") or {}
+            cast(_Assembler, asm).add_delta(event.get("index"), delta)
             if delta.get("type") == "text_delta" and delta.get("text"):
                 return [asm.text(delta["text"])]
             if delta.get("type") == "input_json_delta":
@@ -340,8 +408,9 @@ class AnthropicModel(_SDKClientModel):
                 if event.get("index") not in cast(_Assembler, asm).tool_blocks:
                     return []
                 return [asm.tool_fragment(event.get("index"), arguments=delta.get("partial_json") or None)]
-            return []  # thinking / signature / citations deltas are not modelled yet
+            return []  # thinking / signature / citations deltas: kept in the turn's blocks only
         if kind == "content_block_stop":
+            cast(_Assembler, asm).close_block(event.get("index"))
             ready = asm.finish_call(event.get("index"))
             return [ready] if ready is not None else []
         if kind == "message_delta":
@@ -351,6 +420,8 @@ class AnthropicModel(_SDKClientModel):
                 asm.finish_reason = _finish(delta["stop_reason"])
             _usage(event.get("usage"), into=asm.usage)
             asm.raw = event
+            blocks = cast(_Assembler, asm).blocks
+            asm.provider_data = _replay([blocks[k] for k in sorted(blocks)], delta.get("container"))
             return []
         return []
 
@@ -373,3 +444,35 @@ class _Assembler(StreamAssembler):
         super().__init__(original_name, decode_arguments=decode_arguments)
         self.tool_blocks: set[Any] = set()
         """Indexes of the `tool_use` blocks opened so far."""
+        self.blocks: dict[int, dict[str, Any]] = {}
+        """Every content block as it will be replayed, by index (built from its start and its deltas)."""
+        self._json: dict[int, list[str]] = {}
+
+    def open_block(self, index: Any, block: Mapping[str, Any]) -> None:
+        if isinstance(index, int) and isinstance(block, Mapping):
+            self.blocks[index] = dict(block)
+
+    def add_delta(self, index: Any, delta: Mapping[str, Any]) -> None:
+        block = self.blocks.get(index) if isinstance(index, int) else None
+        if block is None:
+            return
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
+        elif kind == "input_json_delta":
+            self._json.setdefault(index, []).append(str(delta.get("partial_json") or ""))
+        elif kind == "thinking_delta":
+            block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking") or "")
+        elif kind == "signature_delta":
+            block["signature"] = delta.get("signature")
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
+
+    def close_block(self, index: Any) -> None:
+        parts = self._json.pop(index, None) if isinstance(index, int) else None
+        if parts is not None and index in self.blocks:
+            try:
+                decoded = json.loads("".join(parts) or "{}")
+            except ValueError:
+                decoded = {"_invalid_arguments": "".join(parts)}
+            self.blocks[index]["input"] = decoded
