@@ -267,6 +267,23 @@ def anthropic_frame(data: dict[str, Any]) -> str:
     return sse(data, event=data["type"])
 
 
+def anthropic_start(message_id: str, *, input_tokens: int = 25) -> dict[str, Any]:
+    """A stream's `message_start` event: an empty assistant message."""
+    return {
+        "type": "message_start",
+        "message": {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": "claude-sonnet-4-5-20250929",
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        },
+    }
+
+
 def anthropic_stream(
     blocks: Sequence[tuple[str, Any]],
     *,
@@ -275,22 +292,7 @@ def anthropic_stream(
     complete: bool = True,
 ) -> list[str]:
     """Frames for a message whose blocks are ("text", [pieces]) or ("tool_use", (id, name, [json pieces]))."""
-    events: list[dict[str, Any]] = [
-        {
-            "type": "message_start",
-            "message": {
-                "id": "msg_01Stream",
-                "type": "message",
-                "role": "assistant",
-                "content": [],
-                "model": "claude-sonnet-4-5-20250929",
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": usage[0], "output_tokens": 1},
-            },
-        },
-        {"type": "ping"},
-    ]
+    events: list[dict[str, Any]] = [anthropic_start("msg_01Stream", input_tokens=usage[0]), {"type": "ping"}]
     for index, (kind, spec) in enumerate(blocks):
         if kind == "text":
             events.append({"type": "content_block_start", "index": index, "content_block": text_block("")})

@@ -32,6 +32,7 @@ from .fakes import (
     Reply,
     anthropic_frame,
     anthropic_message,
+    anthropic_start,
     anthropic_stream,
     text_block,
     tool_use_block,
@@ -389,21 +390,7 @@ _SERVER_TOOL_BLOCKS: list[tuple[dict[str, Any], list[str]]] = [
 
 
 def _server_tool_frames() -> list[str]:
-    events: list[dict[str, Any]] = [
-        {
-            "type": "message_start",
-            "message": {
-                "id": "msg_01Srv",
-                "type": "message",
-                "role": "assistant",
-                "content": [],
-                "model": "claude-sonnet-4-5-20250929",
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 25, "output_tokens": 1},
-            },
-        }
-    ]
+    events: list[dict[str, Any]] = [anthropic_start("msg_01Srv")]
     for index, (block, pieces) in enumerate(_SERVER_TOOL_BLOCKS):
         events.append({"type": "content_block_start", "index": index, "content_block": block})
         events += [

@@ -17,7 +17,7 @@ from toolrun import Agent, ToolCall, ToolRegistry, tool
 from toolrun.models import AssistantMessage, ModelRequest, UserMessage
 from toolrun.models._messages import message_from_dict
 
-from .fakes import ANTHROPIC_PATH, Reply, anthropic_frame, anthropic_message, text_block
+from .fakes import ANTHROPIC_PATH, Reply, anthropic_frame, anthropic_message, anthropic_start, text_block
 
 CALLER = {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}
 CONTAINER = {"id": "container_011CWH6e", "expires_at": "2099-01-01T00:00:00Z"}
@@ -54,17 +54,7 @@ def message(blocks: list[dict[str, Any]], *, container: bool = True) -> dict[str
 
 def frames(blocks: list[dict[str, Any]], *, stop_reason: str) -> list[str]:
     """The stream of a message with `blocks`: each block opened empty, filled by its deltas, closed."""
-    start = {
-        "id": "msg_01Replay",
-        "type": "message",
-        "role": "assistant",
-        "content": [],
-        "model": "claude-sonnet-4-5-20250929",
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 25, "output_tokens": 1},
-    }
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    events: list[dict[str, Any]] = [anthropic_start("msg_01Replay")]
     for index, block in enumerate(blocks):
         kind = block["type"]
         deltas: list[dict[str, Any]] = []
