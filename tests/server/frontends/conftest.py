@@ -42,11 +42,21 @@ class LiveServer:
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A real uvicorn on 127.0.0.1 (a free port) with the demo model and a fresh SQLite database."""
-    directory = tmp_path_factory.mktemp("live")
+    yield from _serve(tmp_path_factory.mktemp("live"))
+
+
+@pytest.fixture(scope="module")
+def rich_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The same, also serving `_rich.py`'s tools: `chart <metric>` (progress, then an image) and
+    `scan <n>` (an async generator tool)."""
+    yield from _serve(tmp_path_factory.mktemp("live-rich"), "rich")
+
+
+def _serve(directory: Path, *args: str) -> Iterator[LiveServer]:
     log = directory / "server.log"
     with log.open("w") as errors:
         process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("_live_server.py")), str(directory)],
+            [sys.executable, str(Path(__file__).with_name("_live_server.py")), str(directory), *args],
             stdout=subprocess.PIPE,
             stderr=errors,
             text=True,
