@@ -2,7 +2,7 @@
 
 `chart <metric>` calls `chart`: it reports progress while it draws (`ctx.report_progress`), then returns a
 value, a text and a PNG bar chart. `scan <n>` calls `scan`, an async generator tool whose partial results
-are progress reports. Anything else goes to the demo model.
+are progress reports. Anything else goes to the demo model. `registry` serves the same tools over MCP.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from toolrun import ToolContext, tool
+from toolrun import ToolContext, ToolRegistry, tool
 from toolrun.apps.tasks import create_demo_model
 from toolrun.content import Image, Text, ToolOutput
 from toolrun.models import FunctionModel, ModelResponse, ToolResultMessage, UserMessage
@@ -83,6 +83,8 @@ async def scan(hosts: int) -> AsyncIterator[dict[str, int]]:
 
 
 RICH_TOOLS = [chart, scan]
+registry = ToolRegistry(RICH_TOOLS)
+"""For `toolrun mcp serve _rich:registry` (the MCP TypeScript SDK test)."""
 _demo = create_demo_model().function
 
 
