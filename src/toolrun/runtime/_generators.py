@@ -57,10 +57,18 @@ async def drain(generator: AsyncIterator[Any], context: ToolContext[Any]) -> Any
     last: Any = _NOTHING
     count = 0
     next_report = 0.0  # the first partial is reported at once
+    step_of: Any = generator.__anext__
     try:
         while True:
+            # The step runs right here; most steps finish without suspending (no frame, no await).
+            step = step_of()
             try:
-                value = await _Next(generator)
+                try:
+                    pending = step.send(None)
+                except StopIteration as stop:
+                    value = stop.value
+                else:
+                    value = await _Rest(step, pending)
             except StopAsyncIteration:
                 break
             last = value
@@ -85,23 +93,23 @@ async def drain(generator: AsyncIterator[Any], context: ToolContext[Any]) -> Any
     return last
 
 
-class _Next:
-    """`await generator.__anext__()`, except that a `GeneratorExit` thrown in while it waits (the executor
-    closing an abandoned call, see `_run._Resume`) reaches the generator where it waits, so its `finally`
-    blocks run. A plain `await` would only close the `asend` object (Python 3.11), leaving the generator
-    marked running: it could then be neither closed nor finalised."""
+class _Rest:
+    """The rest of one step of the generator (`generator.__anext__()`) whose first part suspended on
+    `pending`; like `await`, except that a `GeneratorExit` thrown in while it waits (the executor closing
+    an abandoned call, see `_run._Resume`) reaches the generator where it waits, so its `finally` blocks
+    run. A plain `await` would only close the `asend` object (Python 3.11), leaving the generator marked
+    running: it could then be neither closed nor finalised."""
 
-    __slots__ = ("_step",)
+    __slots__ = ("_pending", "_step")
 
-    def __init__(self, generator: AsyncIterator[Any]) -> None:
-        self._step: Any = generator.__anext__()
+    def __init__(self, step: Any, pending: Any) -> None:
+        self._step = step
+        self._pending = pending
 
     def __await__(self) -> Generator[Any, Any, Any]:
         step = self._step
-        try:
-            value = step.send(None)
-        except StopIteration as stop:
-            return stop.value
+        value = self._pending
+        self._pending = None
         closing = False
         while True:
             try:
