@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 import pytest
 from hypothesis import given
@@ -131,6 +131,17 @@ def test_async_generators_are_tools_whose_yield_type_is_the_output_type() -> Non
 
     assert Countdown().is_generator and Countdown().output_schema == {"type": "integer"}
     assert not tool(name="one", description="d.")(lambda: 1).is_generator
+
+
+def test_a_sync_generator_is_refused_at_definition() -> None:
+    def numbers(n: int) -> Iterator[int]:
+        """Numbers."""
+        yield n
+
+    with pytest.raises(ToolDefinitionError, match="async generator"):
+        tool(numbers)
+    with pytest.raises(ToolDefinitionError, match="async generator"):
+        Tool.from_schema("numbers", "Numbers.", {"type": "object"}, numbers)
 
 
 def test_an_async_generator_annotated_as_something_else_is_refused() -> None:

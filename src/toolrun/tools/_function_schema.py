@@ -48,6 +48,7 @@ __all__ = [
     "is_async_callable",
     "is_async_generator",
     "is_context_annotation",
+    "refuse_sync_generator",
     "yield_type",
 ]
 
@@ -227,6 +228,18 @@ def yield_type(name: str, annotation: Any) -> Any:
     )
 
 
+def refuse_sync_generator(name: str, fn: Callable[..., Any]) -> None:
+    """A sync generator function cannot be a tool: it would hand the executor a generator object, not a
+    result. Said at definition time, with the two ways out."""
+    target, _ = annotated_target(fn)
+    if inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(target):
+        raise ToolDefinitionError(
+            f"Tool {name!r}: {fn!r} is a (sync) generator function. Make it an async generator "
+            "(`async def ... -> AsyncIterator[X]`: each yield is a partial result, the last one the "
+            "result), or return a list of the items."
+        )
+
+
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     """Whether calling `fn` (a function, partial or callable object) gives an awaitable."""
     target, _ = annotated_target(fn)
@@ -248,6 +261,7 @@ def build_function_schema(
     none (a `Tool` subclass's unannotated `run(self, params)` reads its `Params` class).
     """
     generator = is_async_generator(fn)
+    refuse_sync_generator(name, fn)
     target, doc_owner = annotated_target(fn)
     try:
         signature = inspect.signature(fn)

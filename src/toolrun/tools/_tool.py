@@ -37,6 +37,7 @@ from toolrun.tools._function_schema import (
     is_async_callable,
     is_async_generator,
     is_context_annotation,
+    refuse_sync_generator,
 )
 from toolrun.tools._lenient import normalize_schema
 from toolrun.tools._options import ToolOptions, ToolOptionsKwargs, build_options
@@ -283,6 +284,7 @@ class Tool:
         else:
             if not callable(handler):
                 raise ToolDefinitionError(f"Tool {name!r}: the handler must be callable, got {handler!r}.")
+            refuse_sync_generator(name, handler)
             self._fn = handler
             self._context_param = _find_context_param(handler)
             self._is_generator = is_async_generator(handler)
