@@ -239,7 +239,7 @@ async def test_a_timeout_closes_a_generator_waiting_in_an_await(make_executor) -
     result = await make_executor(stuck).execute(call("stuck"))
     assert result.error is not None and result.error.code == "TIMEOUT"
     assert life.yielded.is_set() and life.closed_at is not None
-    assert life.closed_at - started < 0.5
+    assert life.closed_at - started < 1.0
 
 
 async def test_a_timeout_closes_a_generator_suspended_at_a_yield(make_executor) -> None:  # type: ignore[no-untyped-def]
@@ -265,7 +265,7 @@ async def test_a_timeout_closes_a_generator_suspended_at_a_yield(make_executor) 
     started = time.perf_counter()
     result = await make_executor(producer).execute(call("producer"), ToolContext(progress=hanging))
     assert result.error is not None and result.error.code == "TIMEOUT"
-    assert cleaned.is_set() and life.closed_at is not None and life.closed_at - started < 0.5
+    assert cleaned.is_set() and life.closed_at is not None and life.closed_at - started < 1.0
 
 
 async def test_cancelling_the_caller_closes_the_generator(make_executor) -> None:  # type: ignore[no-untyped-def]
@@ -316,4 +316,4 @@ async def test_a_generator_that_swallows_cancellation_is_abandoned(make_executor
     elapsed = time.perf_counter() - started
     assert result.error is not None and result.error.code == "TIMEOUT"
     assert result.error.details.get("abandoned") is True
-    assert life.closed.is_set() and elapsed < 1.0
+    assert life.closed.is_set() and elapsed < 1.5
