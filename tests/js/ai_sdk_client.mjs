@@ -11,7 +11,8 @@
 //                                               into an approval-responded one carrying this id/value
 //                                               ("@last": the id that part already carries)
 //                                               (bypassing the chat), read the reply with readUIMessageStream
-// Each result: {"status", "error", "bodies", "messages", "headers"}.
+// Each result: {"status", "error", "bodies", "messages", "headers", "data"} ("data": the data parts the
+// chat's onData callback received, transient ones included).
 import {
   AbstractChat,
   DefaultChatTransport,
@@ -27,6 +28,7 @@ const input = JSON.parse(await new Promise((resolve) => {
 
 let bodies = [];
 let headers = [];
+let data = [];
 const pending = new Set();
 const recordingFetch = async (url, init) => {
   const response = await fetch(url, init);
@@ -70,6 +72,7 @@ class Chat extends AbstractChat {
         fetch: recordingFetch,
       }),
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+      onData: (part) => data.push(part),
       onFinish: () => settle?.(),
       onError: () => settle?.(),
     });
@@ -103,9 +106,11 @@ async function finished() {
     bodies,
     headers,
     messages: structuredClone(chat.messages),
+    data,
   };
   bodies = [];
   headers = [];
+  data = [];
   return result;
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 import pytest
 from hypothesis import given
@@ -97,15 +97,60 @@ def test_callable_objects_are_tools() -> None:
     assert asyncio.run(a.invoke({"text": "a b"})) == 2
 
 
-def test_async_generators_are_refused_at_definition() -> None:
-    async def stream(n: int) -> Any:
+def test_async_generators_are_tools_whose_yield_type_is_the_output_type() -> None:
+    class Hit(BaseModel):
+        title: str
+
+    async def stream(n: int) -> AsyncIterator[list[Hit]]:
+        """Stream hits."""
+        yield []
+
+    async def typed_gen(n: int) -> AsyncGenerator[int, None]:
         """Stream numbers."""
         yield n
 
+    async def bare(n: int):  # type: ignore[no-untyped-def]
+        """Stream anything."""
+        yield n
+
+    t = tool(stream)
+    assert t.is_generator and t.is_async and t.parameters["required"] == ["n"]
+    assert t.output_schema is not None and t.output_schema["type"] == "array"
+    assert t.output_problems([{"title": "a"}]) == [] and t.output_problems([{"x": 1}])
+    assert tool(typed_gen).output_schema == {"type": "integer"}
+    assert tool(bare).is_generator and tool(bare).output_schema is None
+    raw = Tool.from_schema("stream", "Stream.", {"type": "object"}, bare, output_schema={"type": "integer"})
+    assert raw.is_generator and raw.is_async and raw.output_problems("x")
+
+    class Countdown(Tool):
+        """Count down."""
+
+        async def run(self, start: int) -> AsyncIterator[int]:
+            for n in range(start, -1, -1):
+                yield n
+
+    assert Countdown().is_generator and Countdown().output_schema == {"type": "integer"}
+    assert not tool(name="one", description="d.")(lambda: 1).is_generator
+
+
+def test_a_sync_generator_is_refused_at_definition() -> None:
+    def numbers(n: int) -> Iterator[int]:
+        """Numbers."""
+        yield n
+
     with pytest.raises(ToolDefinitionError, match="async generator"):
+        tool(numbers)
+    with pytest.raises(ToolDefinitionError, match="async generator"):
+        Tool.from_schema("numbers", "Numbers.", {"type": "object"}, numbers)
+
+
+def test_an_async_generator_annotated_as_something_else_is_refused() -> None:
+    async def stream(n: int) -> list[int]:  # type: ignore[misc]
+        """Stream numbers."""
+        yield n
+
+    with pytest.raises(ToolDefinitionError, match=r"AsyncIterator\[X\]"):
         tool(stream)
-    with pytest.raises(ToolDefinitionError, match="async generator"):
-        Tool.from_schema("stream", "Stream.", {"type": "object"}, stream)
 
 
 def test_a_raw_schema_tool_with_an_async_callable_object_handler_is_async() -> None:

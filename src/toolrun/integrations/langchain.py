@@ -17,6 +17,11 @@ confirmations, rate limits, timeouts, audit). A failure comes back as a `ToolMes
 a person's approval comes back as an error message naming its confirmation id (approve it with
 `executor.approve`); in LangGraph use `toolrun.integrations.langgraph.ToolrunNode`, which pauses the graph
 with `interrupt()` instead.
+
+Run inside a LangGraph graph (e.g. by `langgraph.prebuilt.ToolNode`), a tool's progress reports (and an
+async generator tool's partial results) are written to the graph's custom stream, throttled, as
+`{"type": "tool_progress", "tool_call_id", "name", "progress", "total", "message"}` (see
+`toolrun.integrations.langgraph`).
 """
 
 from __future__ import annotations
@@ -35,9 +40,16 @@ from pydantic import BaseModel
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import ToolExecutor
-from toolrun.tools import Tool, ToolCall, ToolContext
+from toolrun.tools import ProgressThrottle, Tool, ToolCall, ToolContext
 
-__all__ = ["ContextSource", "from_langchain", "to_langchain", "tool_message"]
+__all__ = [
+    "ContextSource",
+    "from_langchain",
+    "progress_to_stream",
+    "stream_writer",
+    "to_langchain",
+    "tool_message",
+]
 
 ContextSource = ToolContext[Any] | Callable[[RunnableConfig], ToolContext[Any]] | None
 """A fixed `ToolContext`, a function of the LangChain `RunnableConfig` returning one, or None (the
@@ -102,6 +114,43 @@ def context_from_config(source: ContextSource, config: RunnableConfig | None) ->
     return ToolContext(user_id=str(user) if user is not None else None)
 
 
+def stream_writer() -> Callable[[Any], None] | None:
+    """LangGraph's writer of the custom stream (`stream_mode="custom"`) when this runs inside a graph's
+    node or tool; None elsewhere (or without LangGraph installed)."""
+    try:
+        from langgraph.config import get_stream_writer
+    except ImportError:
+        return None
+    try:
+        return get_stream_writer()
+    except (RuntimeError, KeyError):  # not inside a graph run
+        return None
+
+
+def progress_to_stream(
+    writer: Callable[[Any], None], call: ToolCall, ctx: ToolContext[Any], interval: float
+) -> ProgressThrottle:
+    """A throttled progress reporter for one call that writes `{"type": "tool_progress", ...}` chunks
+    with `writer` (and passes each report on to `ctx.progress`, if set). Close it when the call ends."""
+    outer = ctx.progress
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        writer(
+            {
+                "type": "tool_progress",
+                "tool_call_id": call.id,
+                "name": call.name,
+                "progress": progress,
+                "total": total,
+                "message": message,
+            }
+        )
+        if outer is not None:  # a reporter of the application's own listens too
+            await outer(progress, total, message)
+
+    return ProgressThrottle(report, interval=interval)
+
+
 class _ExecutorTool(StructuredTool):
     """A `StructuredTool` that hands its coroutine the LangChain tool-call id (for toolrun's call id)."""
 
@@ -127,6 +176,7 @@ def to_langchain(
     *,
     executor: ToolExecutor | None = None,
     context: ContextSource = None,
+    progress_interval: float = 0.1,
 ) -> list[StructuredTool]:
     """LangChain `StructuredTool`s whose calls run through toolrun's executor.
 
@@ -136,6 +186,8 @@ def to_langchain(
             come back as `NOT_FOUND` errors, so pass the executor whose registry holds them.
         context: Who is calling: a `ToolContext`, a function of the `RunnableConfig`, or None for
             `config["configurable"]["user_id"]`.
+        progress_interval: Least seconds between two progress chunks of one call on a LangGraph graph's
+            custom stream.
     """
     if isinstance(tools, ToolSet):
         toolset: ToolSet = tools
@@ -144,10 +196,10 @@ def to_langchain(
         listed = list(tools)
         toolset = ToolRegistry(listed)
     runner = executor if executor is not None else ToolExecutor(toolset)
-    return [_wrap(t, runner, context) for t in listed]
+    return [_wrap(t, runner, context, progress_interval) for t in listed]
 
 
-def _wrap(tool: Tool, executor: ToolExecutor, context: ContextSource) -> StructuredTool:
+def _wrap(tool: Tool, executor: ToolExecutor, context: ContextSource, interval: float) -> StructuredTool:
     name = tool.name
 
     async def run(config: RunnableConfig, **arguments: Any) -> str:
@@ -157,7 +209,16 @@ def _wrap(tool: Tool, executor: ToolExecutor, context: ContextSource) -> Structu
             if call_id is None
             else ToolCall(id=call_id, name=name, arguments=arguments)
         )
-        result = await executor.execute(call, context_from_config(context, config))
+        ctx = context_from_config(context, config)
+        writer = stream_writer()
+        if writer is None:
+            result = await executor.execute(call, ctx)
+        else:
+            throttle = progress_to_stream(writer, call, ctx, interval)
+            try:
+                result = await executor.execute(call, ctx.evolve(progress=throttle))
+            finally:
+                throttle.close()  # nothing more once the call ended
         if result.status == "confirmation_required":
             raise ToolException(f"{result.render()} (confirmation id {result.confirmation_id})")
         if result.status != "ok":

@@ -39,6 +39,19 @@ declined. Nothing runs before the answer, so no finished call is ever re-run by 
 config) or, by default, from `config["configurable"]["user_id"]`; its `conversation_id` defaults to the
 thread id, which is how the node tells its own confirmations from another thread's.
 
+**Progress.** While a call runs, what it reports (`ctx.report_progress`, an async generator tool's
+partial results) is written to LangGraph's custom stream (`get_stream_writer()`): stream the graph with
+`stream_mode="custom"` (or a list including it) to receive, at most every `progress_interval` seconds per
+call (the last report of a call with a `total` always),
+
+```python
+{"type": "tool_progress", "tool_call_id": "call_1", "name": "crunch", "progress": 3, "total": 10,
+ "message": "crunching"}
+```
+
+Nothing is written after the call ended, and nothing reaches the audit. A node invoked outside a graph
+(no stream writer) runs its calls without a reporter, as before.
+
 **Planner mode.** For graphs without native tool calling, `PlannerNode` asks the model for toolrun's JSON
 plan and writes `tool_calls`, `needs_user_input`, `input_request` (and `intent`) into the state;
 `plan_router` picks the next node (`execute_tools` / `execute_queries` / `respond`), and
@@ -58,14 +71,14 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import interrupt
 
 from toolrun.agent._planner import Plan, PlanError, parse_plan, planner_prompt, repair_prompt
-from toolrun.integrations.langchain import run_sync, tool_message
+from toolrun.integrations.langchain import progress_to_stream, run_sync, stream_writer, tool_message
 from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
 from toolrun.models import SystemMessage as TRSystemMessage
 from toolrun.registry import ToolSet
 from toolrun.results import ToolResult
 from toolrun.runtime import ToolExecutor
 from toolrun.store import PendingConfirmation
-from toolrun.tools import ToolCall, ToolContext
+from toolrun.tools import ProgressThrottle, ToolCall, ToolContext
 
 __all__ = [
     "NodeContext",
@@ -267,11 +280,14 @@ async def run_batch(
     *,
     max_concurrency: int | None = None,
     thread_id: str | None = None,
+    context_for: Callable[[ToolCall], ToolContext[Any]] | None = None,
 ) -> list[ToolResult]:
     """Run a batch of calls inside a LangGraph node: one result per call, in call order.
 
     If some calls need approval, nothing runs until one `interrupt()` listing them all is answered (see
     the module docstring); must then be called from a node of a graph with a checkpointer.
+    `context_for(call)`, when given, is the context each call runs under (the same principal as `ctx`,
+    e.g. with a progress reporter naming the call).
     """
     gated = [i for i, call in enumerate(calls) if _needs_confirmation(executor, call.name)]
     held, results = await _hold(executor, ctx, calls, gated) if gated else ([], {})
@@ -289,7 +305,8 @@ async def run_batch(
     async def decide(h: _Held) -> None:
         approved, message = decisions[h.confirmation_id]
         if approved:
-            result = await executor.approve(h.confirmation_id, ctx)
+            own = ctx if context_for is None else context_for(h.call)
+            result = await executor.approve(h.confirmation_id, own)
         else:
             result = await executor.deny(h.confirmation_id, ctx, message)
         if not result.call_id:  # used, expired or someone else's: say so under this call's id
@@ -299,7 +316,9 @@ async def run_batch(
     free = [i for i in range(len(calls)) if i not in results and i not in {h.index for h in held}]
 
     async def run_free() -> None:
-        out = await executor.execute_many([calls[i] for i in free], ctx, max_concurrency=max_concurrency)
+        out = await executor.execute_many(
+            [calls[i] for i in free], ctx, max_concurrency=max_concurrency, context_for=context_for
+        )
         for i, result in zip(free, out, strict=True):
             results[i] = result
 
@@ -337,12 +356,58 @@ def _pending_tool_calls(messages: Sequence[BaseMessage]) -> list[ToolCall]:
     return []
 
 
+class _ProgressStream:
+    """Per-call progress reporters that write to LangGraph's custom stream, throttled; closed (silent)
+    once the batch is over, so a call still running after its timeout reports to nobody."""
+
+    def __init__(self, ctx: ToolContext[Any], writer: Callable[[Any], None], interval: float) -> None:
+        self._ctx = ctx
+        self._writer = writer
+        self._interval = interval
+        self._throttles: list[ProgressThrottle] = []
+
+    def context_for(self, call: ToolCall) -> ToolContext[Any]:
+        throttle = progress_to_stream(self._writer, call, self._ctx, self._interval)
+        self._throttles.append(throttle)
+        return self._ctx.evolve(progress=throttle)
+
+    def close(self) -> None:
+        for throttle in self._throttles:
+            throttle.close()
+
+
 class _Node(Runnable[Any, dict[str, Any]]):
     """A graph node usable from async graphs (`ainvoke`, `astream`) and sync ones (`invoke`: the async
     code runs in a fresh event loop, so stores bound to another loop, such as SQL engines, do not fit)."""
 
+    progress_interval: float = 0.1
+
     async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         raise NotImplementedError
+
+    async def _run_batch(
+        self,
+        executor: ToolExecutor,
+        calls: Sequence[ToolCall],
+        ctx: ToolContext[Any],
+        config: RunnableConfig,
+        max_concurrency: int | None,
+    ) -> list[ToolResult]:
+        """`run_batch`, each call's progress written to the graph's custom stream."""
+        writer = stream_writer()
+        stream = _ProgressStream(ctx, writer, self.progress_interval) if writer is not None else None
+        try:
+            return await run_batch(
+                executor,
+                calls,
+                ctx,
+                max_concurrency=max_concurrency,
+                thread_id=_thread_id(config),
+                context_for=stream.context_for if stream is not None else None,
+            )
+        finally:
+            if stream is not None:
+                stream.close()
 
     async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         return await self._arun(state, config)
@@ -366,6 +431,7 @@ class ToolrunNode(_Node):
         context: Who is calling (see `NodeContext`).
         messages_key: The state key holding the messages (`"messages"`).
         max_concurrency: Most calls running at once (None: no limit; `sequential` tools run alone).
+        progress_interval: Least seconds between two progress chunks of one call on the custom stream.
     """
 
     def __init__(
@@ -375,11 +441,13 @@ class ToolrunNode(_Node):
         context: NodeContext = None,
         messages_key: str = "messages",
         max_concurrency: int | None = None,
+        progress_interval: float = 0.1,
     ) -> None:
         self.executor = executor
         self.context = context
         self.messages_key = messages_key
         self.max_concurrency = max_concurrency
+        self.progress_interval = progress_interval
 
     async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state if isinstance(state, list) else state[self.messages_key]
@@ -387,9 +455,7 @@ class ToolrunNode(_Node):
         if not calls:
             return {self.messages_key: []}
         ctx = resolve_context(self.context, state if isinstance(state, Mapping) else {}, config)
-        results = await run_batch(
-            self.executor, calls, ctx, max_concurrency=self.max_concurrency, thread_id=_thread_id(config)
-        )
+        results = await self._run_batch(self.executor, calls, ctx, config, self.max_concurrency)
         return {self.messages_key: [tool_message(r) for r in results]}
 
 
@@ -398,6 +464,14 @@ class PlannedCallsNode(_Node):
     `[{"tool", "call_id", "status", "ok", "content", "code"}]`, one per call, failures included
     (`content` is toolrun's rendering for the model; `code` the error code). Same gates and confirmation
     interrupts as `ToolrunNode`.
+
+    Args:
+        executor: The executor.
+        context: Who is calling (see `NodeContext`).
+        calls_key: The state key holding the planned calls.
+        results_key: The state key the results are written to.
+        max_concurrency: Most calls running at once (None: no limit).
+        progress_interval: Least seconds between two progress chunks of one call on the custom stream.
     """
 
     def __init__(
@@ -408,12 +482,14 @@ class PlannedCallsNode(_Node):
         calls_key: str = "tool_calls",
         results_key: str = "tool_results",
         max_concurrency: int | None = None,
+        progress_interval: float = 0.1,
     ) -> None:
         self.executor = executor
         self.context = context
         self.calls_key = calls_key
         self.results_key = results_key
         self.max_concurrency = max_concurrency
+        self.progress_interval = progress_interval
 
     async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         planned = list(state.get(self.calls_key) or [])
@@ -428,9 +504,7 @@ class PlannedCallsNode(_Node):
         if not calls:
             return {self.results_key: []}
         ctx = resolve_context(self.context, state, config)
-        results = await run_batch(
-            self.executor, calls, ctx, max_concurrency=self.max_concurrency, thread_id=_thread_id(config)
-        )
+        results = await self._run_batch(self.executor, calls, ctx, config, self.max_concurrency)
         return {
             self.results_key: [
                 {

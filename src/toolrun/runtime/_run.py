@@ -18,7 +18,9 @@ In order, for every call that reaches it:
      is the rest awaited under `asyncio.timeout`, armed for what remains of the time box. A handler
      that never suspends (the common case for quick tools) costs no timer at all; one that suspends is
      cancelled at its next suspension point after the time runs out (as with `asyncio.timeout`, plain
-     CPU work between suspension points cannot be interrupted in a coroutine).
+     CPU work between suspension points cannot be interrupted in a coroutine). An async generator tool
+     runs as one such coroutine (`_generators.drain`: its yields reported as progress, its last yield the
+     value), so the same time box closes it.
    - sync handlers run in the executor's bounded thread pool, so they never block the loop. On timeout
      the call returns `TIMEOUT` at once and the thread's late result is discarded. A thread cannot be
      killed: it runs on until the handler returns, holding its pool slot (and Python waits for it at
@@ -63,6 +65,7 @@ from toolrun.runtime import _errors
 from toolrun.runtime._budget import apply_budget
 from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, ok_result, truncate
 from toolrun.runtime._events import ToolRetrying
+from toolrun.runtime._generators import drain
 from toolrun.runtime._invocation import Invocation
 from toolrun.runtime._watchdog import Box, watchdog
 from toolrun.tools import Tool, ToolBudget, ToolContext
@@ -251,6 +254,7 @@ class RunStage:
         "_direct",
         "_executor",
         "_fast_types",
+        "_generator",
         "_idempotent",
         "_is_async",
         "_isolates",
@@ -270,7 +274,9 @@ class RunStage:
         self._idempotent = opts.effective_idempotent
         self._isolates = tool.takes_context and not opts.read_only
         self._is_async = tool.is_async
-        self._direct = tool.direct_handler()
+        self._generator = tool.is_generator
+        # A generator tool's handler gives an async iterator, run by `drain` (never called directly).
+        self._direct = None if self._generator else tool.direct_handler()
         self._check_output, self._fast_types = fast_output_types(tool)
         builtin = tool is executor.builtin_tool(tool.name)  # read_result's pages are never cut again
         self._budget = None if builtin else opts.output_budget or executor.output_budget
@@ -339,6 +345,8 @@ class RunStage:
                         if direct is not None
                         else self.tool.invoke(inv.arguments, call_ctx)
                     )
+                    if self._generator:
+                        awaitable = drain(awaitable, call_ctx)
                     if type(awaitable) is _Coroutine:
                         try:
                             first = awaitable.send(None)

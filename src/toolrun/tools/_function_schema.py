@@ -2,11 +2,13 @@
 
 The one place that reads a function: parameters become a Pydantic model (the validator) and a JSON Schema
 (what providers see); a parameter typed `ToolContext` is injected, never shown; a single Pydantic-model
-parameter may stand for the whole argument object; the return annotation gives an output type.
+parameter may stand for the whole argument object; the return annotation gives an output type (for an
+async generator, the item type of its `AsyncIterator[X]` annotation: the last value it yields is the result).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import inspect
 import re
@@ -46,6 +48,8 @@ __all__ = [
     "is_async_callable",
     "is_async_generator",
     "is_context_annotation",
+    "refuse_sync_generator",
+    "yield_type",
 ]
 
 _FORBID = ConfigDict(extra="forbid")
@@ -73,7 +77,9 @@ class FunctionSchema:
     param_descriptions: dict[str, str] = field(default_factory=dict)
     """Descriptions read from the docstring."""
     is_async: bool = False
-    """Whether calling the handler gives an awaitable."""
+    """Whether calling the handler gives an awaitable (or, for a generator, an async iterator)."""
+    is_generator: bool = False
+    """Whether the handler is an async generator function (its yields are partial results)."""
 
 
 def is_context_annotation(annotation: Any) -> bool:
@@ -195,6 +201,45 @@ def is_async_generator(fn: Callable[..., Any]) -> bool:
     return inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(target)
 
 
+_ASYNC_ITERATORS = (
+    collections.abc.AsyncIterator,
+    collections.abc.AsyncGenerator,
+    collections.abc.AsyncIterable,
+)
+
+
+def yield_type(name: str, annotation: Any) -> Any:
+    """The result type of an async generator tool: `X` of `AsyncIterator[X]` (also `AsyncGenerator[X, None]`,
+    `AsyncIterable[X]`); no annotation (or `Any`) declares none. Anything else cannot be what an async
+    generator returns, and is refused rather than checked against values it never describes."""
+    if annotation is _NO_RETURN or annotation is Any:
+        return annotation
+    target = annotation
+    if get_origin(target) is Annotated:
+        target = get_args(target)[0]
+    if target in _ASYNC_ITERATORS:
+        return Any
+    if get_origin(target) in _ASYNC_ITERATORS:
+        args = get_args(target)
+        return args[0] if args else Any
+    raise ToolDefinitionError(
+        f"Tool {name!r} is an async generator function annotated {annotation!r}; annotate it "
+        "`-> AsyncIterator[X]` where X is the type of what it yields (the last value yielded is the result)."
+    )
+
+
+def refuse_sync_generator(name: str, fn: Callable[..., Any]) -> None:
+    """A sync generator function cannot be a tool: it would hand the executor a generator object, not a
+    result. Said at definition time, with the two ways out."""
+    target, _ = annotated_target(fn)
+    if inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(target):
+        raise ToolDefinitionError(
+            f"Tool {name!r}: {fn!r} is a (sync) generator function. Make it an async generator "
+            "(`async def ... -> AsyncIterator[X]`: each yield is a partial result, the last one the "
+            "result), or return a list of the items."
+        )
+
+
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     """Whether calling `fn` (a function, partial or callable object) gives an awaitable."""
     target, _ = annotated_target(fn)
@@ -215,11 +260,8 @@ def build_function_schema(
     model, which cannot override them) or a callable object. `annotations` fill in parameters that have
     none (a `Tool` subclass's unannotated `run(self, params)` reads its `Params` class).
     """
-    if is_async_generator(fn):
-        raise ToolDefinitionError(
-            f"Tool {name!r}: {fn!r} is an async generator function; a tool returns one result. Collect "
-            "the items into a list (or return an async function's result) instead of yielding them."
-        )
+    generator = is_async_generator(fn)
+    refuse_sync_generator(name, fn)
     target, doc_owner = annotated_target(fn)
     try:
         signature = inspect.signature(fn)
@@ -291,9 +333,12 @@ def build_function_schema(
         make_validator=make_validator,
         context_param=context_param,
         positional_only=positional_only,
-        return_type=hints.get("return", _NO_RETURN),
+        return_type=yield_type(name, hints.get("return", _NO_RETURN))
+        if generator
+        else hints.get("return", _NO_RETURN),
         param_descriptions=doc.params,
-        is_async=is_async_callable(fn),
+        is_async=generator or is_async_callable(fn),
+        is_generator=generator,
     )
 
 

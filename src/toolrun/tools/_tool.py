@@ -37,6 +37,7 @@ from toolrun.tools._function_schema import (
     is_async_callable,
     is_async_generator,
     is_context_annotation,
+    refuse_sync_generator,
 )
 from toolrun.tools._lenient import normalize_schema
 from toolrun.tools._options import ToolOptions, ToolOptionsKwargs, build_options
@@ -120,6 +121,7 @@ class Tool:
     _context_param: str | None
     _positional_only: tuple[str, ...]
     _is_async: bool
+    _is_generator: bool
     _return_type: Any
     _declared_output_schema: dict[str, Any] | None
 
@@ -200,7 +202,8 @@ class Tool:
             parameters: A JSON Schema for the arguments object (`{"type": "object", ...}`).
             handler: Called with the validated arguments as keyword arguments (plus a `ToolContext`
                 parameter if it declares one). Without a handler the tool can be exported and validated,
-                but running it fails with a clear error.
+                but running it fails with a clear error. An async generator handler reports each value it
+                yields as progress, and its last one is the result (see `Tool.is_generator`).
             output_schema: JSON Schema of the result, if known.
             lenient: Accept loose dialects found in the wild (BFCL/Gorilla `"dict"`, `"float"`, `"any"`,
                 `optional` flags, `"list[str]"`, `"required": true` on a property, a list of parameter specs,
@@ -277,17 +280,15 @@ class Tool:
             self._fn = _no_handler(name)
             self._context_param = None
             self._is_async = False
+            self._is_generator = False
         else:
             if not callable(handler):
                 raise ToolDefinitionError(f"Tool {name!r}: the handler must be callable, got {handler!r}.")
-            if is_async_generator(handler):
-                raise ToolDefinitionError(
-                    f"Tool {name!r}: the handler {handler!r} is an async generator function; a tool returns "
-                    "one result. Collect the items into a list instead of yielding them."
-                )
+            refuse_sync_generator(name, handler)
             self._fn = handler
             self._context_param = _find_context_param(handler)
-            self._is_async = is_async_callable(handler)
+            self._is_generator = is_async_generator(handler)
+            self._is_async = self._is_generator or is_async_callable(handler)
         self._check_examples()
         return self
 
@@ -317,6 +318,7 @@ class Tool:
         self._context_param = schema.context_param
         self._positional_only = schema.positional_only
         self._is_async = schema.is_async
+        self._is_generator = schema.is_generator
         self._return_type = value_annotation(schema.return_type)
         self._declared_output_schema = None
         self.options = built
@@ -334,6 +336,12 @@ class Tool:
     def is_async(self) -> bool:
         """Whether the handler is a coroutine function (else the executor runs it in a worker thread)."""
         return self._is_async
+
+    @property
+    def is_generator(self) -> bool:
+        """Whether the handler is an async generator function: each value it yields is a partial result
+        (reported as progress while it runs), and the last one is the tool's result."""
+        return self._is_generator
 
     @property
     def takes_context(self) -> bool:
@@ -356,7 +364,8 @@ class Tool:
             return validator
 
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext[Any] | None = None) -> Any:
-        """Call the handler with validated arguments. Returns an awaitable for async handlers.
+        """Call the handler with validated arguments. Returns an awaitable for async handlers, an async
+        iterator for async generator handlers (see `is_generator`).
 
         This is the bare call: no timeout, no gates. Use `ToolExecutor` to run calls from a model.
         """

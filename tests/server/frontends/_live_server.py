@@ -2,7 +2,8 @@
 
 Run as a script by the `live_server` fixture: migrates a fresh SQLite database, adds users `alice` and
 `bob`, binds port 0, prints one JSON line `{"port", "alice", "bob"}` (their tokens), then serves until
-killed.
+killed. With a second argument `rich`, it also serves the tools of `_rich.py` (a chart with progress and an
+image, a generator tool), called by `chart <metric>` and `scan <n>`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from toolrun.server import Settings, create_app
 from toolrun.server.migrate import upgrade
 
 
-async def main(directory: Path) -> None:
+async def main(directory: Path, rich: bool = False) -> None:
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
         database_url=f"sqlite+aiosqlite:///{directory}/toolrun.db",
@@ -28,7 +29,13 @@ async def main(directory: Path) -> None:
         token_cache_seconds=0,
     )
     await upgrade(settings.database_url)
-    app = create_app(settings)
+    if rich:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from _rich import RICH_TOOLS, rich_model
+
+        app = create_app(settings, model=rich_model(), extra_tools=RICH_TOOLS)
+    else:
+        app = create_app(settings)
     users = app.state.toolrun.users
     _, alice = await users.add("alice")
     _, bob = await users.add("bob")
@@ -42,4 +49,4 @@ async def main(directory: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1])))
+    asyncio.run(main(Path(sys.argv[1]), rich=sys.argv[2:] == ["rich"]))

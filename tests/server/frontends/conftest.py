@@ -42,11 +42,21 @@ class LiveServer:
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A real uvicorn on 127.0.0.1 (a free port) with the demo model and a fresh SQLite database."""
-    directory = tmp_path_factory.mktemp("live")
+    yield from _serve(tmp_path_factory.mktemp("live"))
+
+
+@pytest.fixture(scope="module")
+def rich_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The same, also serving `_rich.py`'s tools: `chart <metric>` (progress, then an image) and
+    `scan <n>` (an async generator tool)."""
+    yield from _serve(tmp_path_factory.mktemp("live-rich"), "rich")
+
+
+def _serve(directory: Path, *args: str) -> Iterator[LiveServer]:
     log = directory / "server.log"
     with log.open("w") as errors:
         process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("_live_server.py")), str(directory)],
+            [sys.executable, str(Path(__file__).with_name("_live_server.py")), str(directory), *args],
             stdout=subprocess.PIPE,
             stderr=errors,
             text=True,
@@ -74,6 +84,7 @@ def node_clients() -> Path:
     """tests/js with its node_modules installed by `npm ci` from the committed package-lock.json.
 
     Fails (never skips) when Node 20+ or npm is missing or the install fails: these clients are the proof.
+    A node_modules that is a symbolic link is used as it is, never reinstalled.
     """
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
@@ -83,6 +94,10 @@ def node_clients() -> Path:
     version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
     if int(version.lstrip("v").split(".")[0]) < 20:
         pytest.fail(f"Node.js 20+ is required, found {version}.")
+    if (JS_DIR / "node_modules").is_symlink():
+        # Another checkout's install (a git worktree sharing the main one's): used as it is. `npm ci`
+        # through the link would empty the other checkout's node_modules before installing here.
+        return JS_DIR
     stamp = JS_DIR / "node_modules" / ".package-lock.json"
     lock = JS_DIR / "package-lock.json"
     if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:

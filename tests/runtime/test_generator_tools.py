@@ -1,0 +1,319 @@
+"""Async generator tools: each yield is a partial result reported as progress (throttled, never audited),
+the last one is the result (checked against the output type); timeouts and cancellation close the
+generator at once, wherever it waits."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from toolrun import Agent, ToolContext, ToolRegistry, tool
+from toolrun.agent import ToolCallProgress
+from toolrun.content import Image, Text, ToolOutput
+from toolrun.models import FunctionModel, ModelResponse
+from toolrun.runtime import AuditRecord
+from toolrun.runtime._generators import PARTIAL_TEXT_CHARS, partial_text
+from toolrun.tools import ProgressThrottle
+
+from .conftest import call
+from .test_content_results import png
+
+Report = tuple[float, "float | None", "str | None"]
+
+
+def recorder() -> tuple[list[Report], Any]:
+    seen: list[Report] = []
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    return seen, report
+
+
+class Page(BaseModel):
+    hits: list[str]
+    done: bool
+
+
+@tool(read_only=True)
+async def search(query: str, pages: int = 3) -> AsyncIterator[Page]:
+    """Search page by page. Use when the user asks to search."""
+    hits: list[str] = []
+    for n in range(pages):
+        await asyncio.sleep(0)
+        hits.append(f"{query}-{n}")
+        yield Page(hits=list(hits), done=n == pages - 1)
+
+
+async def test_the_last_yield_is_the_result_and_each_yield_is_reported(make_executor) -> None:  # type: ignore[no-untyped-def]
+    seen, report = recorder()
+    ex = make_executor(search)
+    result = await ex.execute(
+        call("search", {"query": "q"}), ToolContext(progress=ProgressThrottle(report, interval=0))
+    )
+    assert result.status == "ok", result.error
+    assert result.value == {"hits": ["q-0", "q-1", "q-2"], "done": True}
+    assert [(p, t) for p, t, _ in seen] == [(1, None), (2, None), (3, None)]
+    assert seen[0][2] == '{"hits":["q-0"],"done":false}'
+    assert search.is_generator and search.output_schema is not None
+    assert search.output_schema["properties"]["done"] == {"type": "boolean"}
+
+
+async def test_the_final_value_is_checked_against_the_yield_type(make_executor) -> None:  # type: ignore[no-untyped-def]
+    @tool
+    async def drifting() -> AsyncIterator[int]:
+        """Partial results may be anything; the result must be an int."""
+        yield 1
+        yield "two"  # type: ignore[misc]
+
+    @tool
+    async def settling() -> AsyncIterator[int]:
+        """Only the last value is checked."""
+        yield "warming up"  # type: ignore[misc]
+        yield 2
+
+    ex = make_executor(drifting, settling)
+    bad = await ex.execute(call("drifting"))
+    assert bad.status == "error" and bad.error is not None and bad.error.code == "RESULT_INVALID"
+    good = await ex.execute(call("settling"))
+    assert good.status == "ok" and good.value == 2
+
+
+async def test_a_generator_that_yields_nothing_or_fails_ends_in_an_error(make_executor) -> None:  # type: ignore[no-untyped-def]
+    from toolrun import ToolError
+
+    @tool
+    async def nothing() -> AsyncIterator[int]:
+        """Yields nothing."""
+        if False:
+            yield 0
+
+    @tool
+    async def broken() -> AsyncIterator[int]:
+        """Fails after a partial result."""
+        yield 1
+        raise ToolError("UPSTREAM", "the backend went away")
+
+    ex = make_executor(nothing, broken)
+    empty = await ex.execute(call("nothing"))
+    assert empty.error is not None and empty.error.code == "RESULT_INVALID"
+    assert "yielded no value" in empty.error.message
+    failed = await ex.execute(call("broken"))
+    assert failed.error is not None and failed.error.code == "UPSTREAM"
+
+
+async def test_content_as_the_last_yield_is_a_rich_result(make_executor) -> None:  # type: ignore[no-untyped-def]
+    @tool
+    async def render() -> AsyncIterator[str | ToolOutput[dict[str, int]]]:
+        """Render a picture, saying how far it is."""
+        yield "drawing"
+        yield ToolOutput(value={"w": 2}, content=[Text("a 2x2 picture"), Image(data=png(2, 2))])
+
+    seen, report = recorder()
+    result = await make_executor(render).execute(
+        call("render"), ToolContext(progress=ProgressThrottle(report, interval=0))
+    )
+    assert result.status == "ok" and result.value == {"w": 2}
+    assert [type(item).__name__ for item in result.content] == ["Text", "Image"]
+    assert [m for _, _, m in seen] == ["drawing", '{"w":2}']
+
+
+def test_partial_text() -> None:
+    assert partial_text("as is") == "as is"
+    assert partial_text({"a": [1, 2]}) == '{"a":[1,2]}'
+    assert partial_text(Image(data=png(1, 1))) == "[image]"
+    assert partial_text(object()) is None
+    long = partial_text("x" * 10_000)
+    assert long is not None and len(long) == PARTIAL_TEXT_CHARS and long.endswith("…")
+
+
+async def test_a_flood_of_yields_is_throttled_before_any_text_is_made(make_executor) -> None:  # type: ignore[no-untyped-def]
+    """10,000 yields in well under a second: a handful of reports, a clock read per yield."""
+    rendered = 0
+
+    @tool
+    async def flood(n: int) -> AsyncIterator[int]:
+        """Yield n times."""
+        for i in range(1, n + 1):
+            yield i
+            if i % 100 == 0:
+                await asyncio.sleep(0)
+
+    import toolrun.runtime._generators as generators
+
+    original = generators.partial_text
+
+    def counting(value: Any) -> str | None:
+        nonlocal rendered
+        rendered += 1
+        return original(value)
+
+    seen, report = recorder()
+    ex = make_executor(flood)
+    generators.partial_text = counting  # type: ignore[assignment]
+    try:
+        started = time.perf_counter()
+        result = await ex.execute(call("flood", {"n": 10_000}), ToolContext(progress=report))
+        elapsed = time.perf_counter() - started
+    finally:
+        generators.partial_text = original  # type: ignore[assignment]
+    assert result.value == 10_000
+    assert elapsed < 1.0, f"10,000 yields took {elapsed:.3f}s"
+    assert 1 <= len(seen) <= elapsed / 0.1 + 2 and rendered == len(seen)
+    assert seen[0] == (1, None, "1")
+
+
+async def test_a_flood_reaches_the_agent_stream_as_a_few_progress_events() -> None:
+    @tool(read_only=True)
+    async def flood(n: int) -> AsyncIterator[dict[str, int]]:
+        """Yield n partial counts. Use when asked to count."""
+        for i in range(1, n + 1):
+            yield {"counted": i}
+            await asyncio.sleep(0)
+
+    def reply(messages: Any, tools: Any) -> ModelResponse:
+        if messages[-1].role == "user":
+            return ModelResponse.from_tool_calls(("flood", {"n": 10_000}))
+        return ModelResponse.from_text("Counted.")
+
+    agent = Agent(FunctionModel(reply), ToolRegistry([flood]), progress_interval=0.05)
+    started = time.perf_counter()
+    events = [event async for event in agent.stream("count")]
+    elapsed = time.perf_counter() - started
+    progress = [e for e in events if isinstance(e, ToolCallProgress)]
+    finished = [e for e in events if getattr(e, "kind", "") == "tool_call_finished"]
+    assert finished[0].result.value == {"counted": 10_000}
+    assert 1 <= len(progress) <= elapsed / 0.05 + 2
+    assert progress[0].message == '{"counted":1}' and progress[0].total is None
+    assert all(a.progress < b.progress for a, b in itertools.pairwise(progress))
+
+
+async def test_partial_results_never_reach_the_audit(make_executor) -> None:  # type: ignore[no-untyped-def]
+    records: list[AuditRecord] = []
+
+    class Sink:
+        def write(self, record: AuditRecord) -> None:
+            records.append(record)
+
+    seen, report = recorder()
+    ex = make_executor(search, audit=Sink())
+    result = await ex.execute(call("search", {"query": "secret-term"}), ToolContext(progress=report))
+    assert result.status == "ok" and seen
+    assert records and all("secret-term" not in repr(r.to_dict()) for r in records)
+
+
+class Lifecycle:
+    """What a generator tool went through: its partial results, and whether its `finally` ran."""
+
+    def __init__(self) -> None:
+        self.yielded = asyncio.Event()
+        self.closed = asyncio.Event()
+        self.closed_at: float | None = None
+
+    def close(self) -> None:
+        self.closed_at = time.perf_counter()
+        self.closed.set()
+
+
+async def test_a_timeout_closes_a_generator_waiting_in_an_await(make_executor) -> None:  # type: ignore[no-untyped-def]
+    life = Lifecycle()
+
+    @tool(timeout=0.2)
+    async def stuck() -> AsyncIterator[int]:
+        """Yields once, then waits forever."""
+        try:
+            yield 1
+            life.yielded.set()
+            await asyncio.Event().wait()
+            yield 2
+        finally:
+            life.close()
+
+    started = time.perf_counter()
+    result = await make_executor(stuck).execute(call("stuck"))
+    assert result.error is not None and result.error.code == "TIMEOUT"
+    assert life.yielded.is_set() and life.closed_at is not None
+    assert life.closed_at - started < 1.0
+
+
+async def test_a_timeout_closes_a_generator_suspended_at_a_yield(make_executor) -> None:  # type: ignore[no-untyped-def]
+    """The time box runs out while the partial result is being reported (a slow client): the generator,
+    suspended at its `yield`, gets `GeneratorExit` there and its cleanup (which may await) runs."""
+    life = Lifecycle()
+    cleaned = asyncio.Event()
+
+    @tool(timeout=0.2)
+    async def producer() -> AsyncIterator[int]:
+        """Yields into a reporter that never returns."""
+        try:
+            yield 1
+            yield 2  # never reached
+        finally:
+            await asyncio.sleep(0)  # async cleanup (closing a connection) runs too
+            cleaned.set()
+            life.close()
+
+    async def hanging(progress: float, total: float | None, message: str | None) -> None:
+        await asyncio.Event().wait()
+
+    started = time.perf_counter()
+    result = await make_executor(producer).execute(call("producer"), ToolContext(progress=hanging))
+    assert result.error is not None and result.error.code == "TIMEOUT"
+    assert cleaned.is_set() and life.closed_at is not None and life.closed_at - started < 1.0
+
+
+async def test_cancelling_the_caller_closes_the_generator(make_executor) -> None:  # type: ignore[no-untyped-def]
+    life = Lifecycle()
+
+    @tool
+    async def endless() -> AsyncIterator[int]:
+        """Yields forever."""
+        n = 0
+        try:
+            while True:
+                n += 1
+                yield n
+                life.yielded.set()
+                await asyncio.sleep(0.01)
+        finally:
+            life.close()
+
+    ex = make_executor(endless)
+    task = asyncio.ensure_future(ex.execute(call("endless")))
+    await life.yielded.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert life.closed.is_set()
+
+
+async def test_a_generator_that_swallows_cancellation_is_abandoned(make_executor) -> None:  # type: ignore[no-untyped-def]
+    life = Lifecycle()
+
+    @tool(timeout=0.2)
+    async def stubborn() -> AsyncIterator[int]:
+        """Ignores being cancelled."""
+        try:
+            n = 0
+            while True:
+                try:
+                    await asyncio.sleep(0.01)
+                except asyncio.CancelledError:
+                    pass
+                n += 1
+                yield n
+        finally:
+            life.close()
+
+    started = time.perf_counter()
+    result = await make_executor(stubborn, cancel_grace=0.2).execute(call("stubborn"))
+    elapsed = time.perf_counter() - started
+    assert result.error is not None and result.error.code == "TIMEOUT"
+    assert result.error.details.get("abandoned") is True
+    assert life.closed.is_set() and elapsed < 1.5
