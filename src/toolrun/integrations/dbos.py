@@ -61,6 +61,7 @@ from toolrun.integrations._dbos_lease import ExecutorLease
 from toolrun.integrations._dbos_steps import ModelStepFailed, StepModel, interrupted, sync_url
 from toolrun.integrations._dbos_steps import in_workflow as _in_workflow
 from toolrun.integrations._dbos_steps import step as _step
+from toolrun.integrations._dbos_tasks import DurableTasks
 from toolrun.models import (
     Message,
     Model,
@@ -74,6 +75,7 @@ from toolrun.tools import ToolCall, ToolContext
 
 __all__ = [
     "DurableAgent",
+    "DurableTasks",
     "ExecutorLease",
     "JobStore",
     "ModelStepFailed",
