@@ -131,7 +131,9 @@ def _sse(body: str) -> list[tuple[str, dict[str, Any]]]:
     return events
 
 
-async def test_the_jobs_stream_sends_progress_then_the_end_once(durable: tuple[Service, ScriptedModel]) -> None:
+async def test_the_jobs_stream_sends_progress_then_the_end_once(
+    durable: tuple[Service, ScriptedModel],
+) -> None:
     service, _ = durable
     GATE["21"] = asyncio.Event()
     alice, bob = service.alice.http, service.bob.http
