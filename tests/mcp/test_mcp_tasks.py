@@ -299,3 +299,48 @@ async def test_tasks_can_be_turned_off() -> None:
             await get(client, "task_x")
     assert inline["resultType"] == "complete" and not inline["isError"]
     assert missing.value.code == types.METHOD_NOT_FOUND
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_the_durable_service_keeps_mcp_tasks_as_its_jobs(tmp_path: Path) -> None:
+    """`toolrun serve` with `TOOLRUN_DURABLE=dbos`: a background tool called as an MCP task at /mcp is a
+    job of the service's job store — the same job `GET /api/v1/jobs` shows its user, and only them."""
+    import httpx2
+
+    from toolrun.cli import create_service_app
+    from toolrun.server import Settings
+    from toolrun.server.migrate import upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
+    await upgrade(url)
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, database_url=url, data_dir=tmp_path / "data", durable="dbos"
+    )
+    app = create_service_app(settings, extra_tools=[task_tools.build_report])
+    users = app.state.toolrun.users
+    _, ada = await users.add("ada")
+    _, bob = await users.add("bob")
+    async with serving(app) as base:
+        async with Client(http_transport(f"{base}/mcp", ada), extensions=declaring()) as client:
+            created = await call(client, "build_report", {"month": "2026-11", "seconds": 0.2})
+            done = await until_final(client, created["taskId"])
+        async with Client(http_transport(f"{base}/mcp", bob), extensions=declaring()) as client:
+            with pytest.raises(MCPError) as theirs:
+                await get(client, created["taskId"])
+        async with httpx2.AsyncClient(base_url=base) as http:
+            as_job = (
+                await http.get(
+                    f"/api/v1/jobs/{created['taskId']}", headers={"Authorization": f"Bearer {ada}"}
+                )
+            ).json()
+            hidden = await http.get(
+                f"/api/v1/jobs/{created['taskId']}", headers={"Authorization": f"Bearer {bob}"}
+            )
+    assert (
+        created["resultType"] == "task" and created["taskId"].startswith("job_") and created["ttlMs"] is None
+    )
+    assert done["status"] == "completed" and done["result"]["structuredContent"]["rows"] == 1234
+    assert theirs.value.code == types.INVALID_PARAMS
+    assert as_job["status"] == "completed" and as_job["result"]["value"] == {"month": "2026-11", "rows": 1234}
+    assert hidden.status_code == 404
