@@ -344,3 +344,22 @@ async def test_the_durable_service_keeps_mcp_tasks_as_its_jobs(tmp_path: Path) -
     assert theirs.value.code == types.INVALID_PARAMS
     assert as_job["status"] == "completed" and as_job["result"]["value"] == {"month": "2026-11", "rows": 1234}
     assert hidden.status_code == 404
+
+
+async def test_a_finished_task_is_forgotten_after_its_ttl_and_a_running_one_is_kept() -> None:
+    now = [1_000_000.0]
+    store = MemoryTaskStore(poll_interval=0.01, ttl=60, clock=lambda: now[0])
+    server = create_server(task_tools.registry, principal="alice", tasks=store)
+    async with Client(server, extensions=declaring()) as client:
+        quick = await call(client, "build_report", {"month": "q", "seconds": 0})
+        slow = await call(client, "build_report", {"month": "s", "seconds": 30})
+        await until_final(client, quick["taskId"])
+        assert quick["ttlMs"] == 60_000
+        now[0] += 61  # past both tasks' time to live
+        with pytest.raises(MCPError) as expired:
+            await get(client, quick["taskId"])
+        still = await get(client, slow["taskId"])  # running: kept until it ends
+        await cancel(client, slow["taskId"])
+    await store.aclose()
+    assert expired.value.code == types.INVALID_PARAMS
+    assert still["status"] == "working"

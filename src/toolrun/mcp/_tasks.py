@@ -194,7 +194,8 @@ class MemoryTaskStore:
             running.cancel()
             with contextlib.suppress(BaseException):
                 await running
-        return await self.get(task_id, user_id)
+        record = self._tasks.get(task_id)  # as it stands now (not purged: the cancel was for a known task)
+        return dict(record) if record is not None else None
 
     async def aclose(self) -> None:
         """Cancel the tasks still running (the process is going away)."""
