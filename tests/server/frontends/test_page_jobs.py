@@ -14,7 +14,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from .conftest import LiveServer
+from .conftest import LiveServer, run_node
 from .test_page_states import States
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -120,3 +120,37 @@ def test_a_job_card_updates_cancels_and_finishes(
     assert len(again) == 2
     # bob sees none of alice's jobs
     assert live.get("/api/v1/jobs", live.bob) == {"jobs": []}
+
+
+def test_the_real_ai_sdk_reads_the_jobs_stream(
+    jobs_server: tuple[LiveServer, Path], node_clients: Path
+) -> None:
+    """The AI SDK's own parser and `readUIMessageStream` take the jobs stream: one `data-job` part per job,
+    each the job's latest state (runs after the page test above: one job cancelled, one completed)."""
+    live, _ = jobs_server
+    jobs = live.get("/api/v1/jobs", live.alice)["jobs"]
+    assert {job["status"] for job in jobs} == {"cancelled", "completed"}
+    url = f"{live.url}/api/v1/jobs/events?format=ai-sdk&until_idle=true"
+    report = run_node(node_clients, "jobs_stream_client.mjs", {"url": url, "token": live.alice})
+    assert report["status"] == 200 and report["error"] is None, report
+    parts = [p for p in report["message"]["parts"] if p["type"] == "data-job"]
+    assert {p["id"]: p["data"]["status"] for p in parts} == {job["id"]: job["status"] for job in jobs}
+    empty = run_node(node_clients, "jobs_stream_client.mjs", {"url": url, "token": live.bob})
+    assert empty["error"] is None and not [p for p in empty["message"]["parts"] if p["type"] == "data-job"]
+
+
+def test_the_real_ag_ui_client_reads_the_jobs_stream(
+    jobs_server: tuple[LiveServer, Path], node_clients: Path
+) -> None:
+    """The AG-UI client's reader and event verification take the jobs stream: one run whose CUSTOM events
+    carry each job's state."""
+    live, _ = jobs_server
+    jobs = live.get("/api/v1/jobs", live.alice)["jobs"]
+    url = f"{live.url}/api/v1/jobs/events?format=ag-ui&until_idle=true"
+    report = run_node(node_clients, "jobs_stream_ag_ui.mjs", {"url": url, "token": live.alice})
+    assert report["error"] is None, report
+    types = [event["type"] for event in report["events"]]
+    assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED"
+    custom = [event for event in report["events"] if event["type"] == "CUSTOM"]
+    assert {e["value"]["id"]: e["value"]["status"] for e in custom} == {j["id"]: j["status"] for j in jobs}
+    assert {e["name"] for e in custom} == {"job_finished"}
