@@ -179,7 +179,16 @@ async def _resolve(token: str) -> ToolContext | None:
 
 @pytest.mark.slow
 async def test_over_http_each_user_sees_only_their_own_tasks(tasks_server: ToolrunMCPServer) -> None:
-    app = create_http_app(tasks_server, resolve_principal=_resolve)
+    inner = create_http_app(tasks_server, resolve_principal=_resolve)
+    routing: list[tuple[str, str]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # records the routing headers sent
+        if scope["type"] == "http":
+            headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+            if headers.get("mcp-method", "").startswith("tasks/"):
+                routing.append((headers["mcp-method"], headers.get("mcp-name", "")))
+        await inner(scope, receive, send)
+
     async with (
         serving(app) as base,
         Client(http_transport(f"{base}/mcp", "tok-alice"), extensions=declaring()) as alice,
@@ -203,6 +212,9 @@ async def test_over_http_each_user_sees_only_their_own_tasks(tasks_server: Toolr
     }
     assert done["status"] == "completed" and done["result"]["structuredContent"]["rows"] == 1234
     assert task_tools.STATE == {"cancelled": 0, "finished": 1}
+    # *Streamable HTTP: Routing Headers*: every tasks/* request names its task in Mcp-Name
+    assert {method for method, _ in routing} == {"tasks/get", "tasks/cancel", "tasks/update"}
+    assert {name for _, name in routing} == {task_id}
 
 
 @pytest.mark.slow
