@@ -72,3 +72,23 @@ async def until_final(client: Any, task_id: str, *, polls: int = 500) -> dict[st
             return got
         await asyncio.sleep(got["pollIntervalMs"] / 1000)
     raise AssertionError(f"task {task_id} did not end")
+
+
+class Result(types.Request[TaskParams, Literal["tasks/result"]]):
+    method: Literal["tasks/result"] = "tasks/result"
+    params: TaskParams
+
+
+class ListTasks(types.Request[types.PaginatedRequestParams, Literal["tasks/list"]]):
+    method: Literal["tasks/list"] = "tasks/list"
+    params: types.PaginatedRequestParams
+
+
+async def result(client: Any, task_id: str) -> dict[str, Any]:
+    """2025-11-25 `tasks/result`."""
+    return await client.session.send_request(Result(params=TaskParams(task_id=task_id)), ANY)
+
+
+async def list_tasks(client: Any) -> dict[str, Any]:
+    """2025-11-25 `tasks/list`."""
+    return await client.session.send_request(ListTasks(params=types.PaginatedRequestParams()), ANY)

@@ -18,7 +18,7 @@ import pytest
 import task_tools
 from mcp.shared.exceptions import MCPError
 from mcp_helpers import http_transport, serving
-from tasks_helpers import TASKS, call, cancel, declaring, get, until_final, update
+from tasks_helpers import TASKS, call, cancel, declaring, get, list_tasks, result, until_final, update
 
 from mcp import Client, StdioServerParameters
 from toolrun import ToolCall, ToolContext, ToolExecutor, ToolRegistry
@@ -91,7 +91,7 @@ async def test_a_client_that_does_not_declare_it_gets_the_result_inline_and_no_t
     assert refused.value.error.data == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
 
 
-async def test_a_legacy_connection_never_gets_a_task(tasks_server: ToolrunMCPServer) -> None:
+async def test_a_2025_call_without_params_task_is_answered_inline(tasks_server: ToolrunMCPServer) -> None:
     async with Client(tasks_server, mode="legacy", extensions=declaring()) as client:
         result = await client.call_tool("build_report", {"month": "2026-11", "seconds": 0})
     assert not result.is_error and result.structured_content == {"month": "2026-11", "rows": 1234}
@@ -215,6 +215,39 @@ async def test_over_http_each_user_sees_only_their_own_tasks(tasks_server: Toolr
     # *Streamable HTTP: Routing Headers*: every tasks/* request names its task in Mcp-Name
     assert {method for method, _ in routing} == {"tasks/get", "tasks/cancel", "tasks/update"}
     assert {name for _, name in routing} == {task_id}
+
+
+@pytest.mark.slow
+async def test_on_2025_connections_tasks_are_listed_and_read_for_their_owner_only(
+    tasks_server: ToolrunMCPServer,
+) -> None:
+    """The 2025-11-25 methods (`tasks/list`, `tasks/result`, `tasks/get`, `tasks/cancel`) over one store:
+    the owner lists and reads their task; another user finds nothing of it."""
+    app = create_http_app(tasks_server, resolve_principal=_resolve)
+    async with serving(app) as base:
+        async with Client(http_transport(f"{base}/mcp", "tok-alice"), extensions=declaring()) as modern:
+            task_id = (await call(modern, "build_report", {"month": "2026-11", "seconds": 0.2}))["taskId"]
+        async with Client(http_transport(f"{base}/mcp", "tok-alice"), mode="legacy") as alice:
+            assert alice.session.protocol_version == "2025-11-25"
+            listed = await list_tasks(alice)
+            final = await result(alice, task_id)  # waits for the end
+            task = await get(alice, task_id)
+            with pytest.raises(MCPError) as terminal:
+                await cancel(alice, task_id)
+        async with Client(http_transport(f"{base}/mcp", "tok-bob"), mode="legacy") as bob:
+            theirs = await list_tasks(bob)
+            refused = []
+            for method in (get, cancel, result):
+                with pytest.raises(MCPError) as error:
+                    await method(bob, task_id)
+                refused.append(error.value.code)
+    assert [t["taskId"] for t in listed["tasks"]] == [task_id] and "ttl" in listed["tasks"][0]
+    assert final["structuredContent"] == {"month": "2026-11", "rows": 1234}
+    assert final["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    assert task["status"] == "completed" and task["pollInterval"] == 20 and "resultType" not in task
+    assert terminal.value.code == types.INVALID_PARAMS  # 2025: a terminal task cannot be cancelled
+    assert theirs == {"tasks": []}
+    assert refused == [types.INVALID_PARAMS] * 3
 
 
 @pytest.mark.slow

@@ -77,3 +77,6 @@ class DurableTasks:
 
     async def cancel(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:
         return await self.jobs.cancel(task_id, user_id)
+
+    async def list_tasks(self, user_id: str) -> list[Mapping[str, Any]]:
+        return list(await self.jobs.list_jobs(user_id))

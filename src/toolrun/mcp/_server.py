@@ -23,7 +23,7 @@ import hmac
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -43,7 +43,7 @@ from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tra
 from pydantic_core import to_jsonable_python
 
 from toolrun.formats.mcp import MCPFormat
-from toolrun.mcp import _confirm, _tasks
+from toolrun.mcp import _confirm, _tasks, _tasks_legacy
 from toolrun.mcp._tasks import MemoryTaskStore, TaskStore
 from toolrun.registry import ToolSet
 from toolrun.results import ToolResult
@@ -88,6 +88,16 @@ class ToolrunMCPServer(Server[Any]):
     """Who calls when the transport does not say (stdio, in-memory, HTTP without a resolver)."""
     tasks: TaskStore | None
     """Where background tools called as MCP tasks run and are kept (None: tasks are off)."""
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        """The SDK's capabilities, with 2025-11-25's `tasks` on handshake versions when tasks are on."""
+        capabilities = super().get_capabilities(*args, **kwargs)
+        if (
+            getattr(self, "tasks", None) is not None
+            and kwargs.get("protocol_version") not in MODERN_PROTOCOL_VERSIONS
+        ):
+            capabilities.tasks = _tasks_legacy.capability()
+        return capabilities
 
     async def run(
         self,
@@ -160,6 +170,8 @@ def create_server(
         server.add_request_handler("tasks/get", _tasks.TaskIdParams, handlers.get_task)
         server.add_request_handler("tasks/update", _tasks.TaskUpdateParams, handlers.update_task)
         server.add_request_handler("tasks/cancel", _tasks.TaskIdParams, handlers.cancel_task)
+        server.add_request_handler("tasks/result", _tasks.TaskIdParams, handlers.task_result)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, handlers.list_tasks)
     server.middleware = [
         _QuietOpenTelemetry(m, server, handlers) if isinstance(m, OpenTelemetryMiddleware) else m
         for m in server.middleware
@@ -243,13 +255,20 @@ class _Handlers:
         if listing is None:
             listing = types.ListToolsResult(
                 tools=[
-                    types.Tool.model_validate(definition, by_name=False)
+                    types.Tool.model_validate(self._with_execution(tool, definition), by_name=False)
                     for tool, definition in zip(registry.tools(), registry.definitions("mcp"), strict=True)
                     if _may_call(tool, principal)
                 ]
             )
             self._listings[key] = listing
         return listing
+
+    def _with_execution(self, tool: Tool, definition: dict[str, Any]) -> dict[str, Any]:
+        """2025-11-25 task support on background tools (`execution.taskSupport`; later revisions' serializers
+        leave the field out)."""
+        if self.tasks is None or not tool.options.background:
+            return definition
+        return {**definition, "execution": {"taskSupport": "optional"}}
 
     # ----------------------------------------------------------------------------------------------
     # tools/call
@@ -378,7 +397,7 @@ class _Handlers:
         store = self.tasks
         if store is None:
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
-        if not self._task_era(ctx):
+        if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION and not self._task_era(ctx):
             raise _tasks.missing_capability()
         if not task_id or len(task_id) > _tasks.MAX_TASK_ID:
             raise _tasks.task_not_found()
@@ -393,6 +412,8 @@ class _Handlers:
         record = await store.get(params.task_id, user)
         if record is None:
             raise _tasks.task_not_found()
+        if ctx.protocol_version == _tasks_legacy.LEGACY_VERSION:
+            return _tasks_legacy.legacy_task(record, store)
         tool = self.registry.find(str(record["tool"]))
         version = ctx.protocol_version
 
@@ -417,9 +438,69 @@ class _Handlers:
         """`tasks/cancel` (*Task Cancellation*): acknowledged; a running task is cancelled, a finished one
         stays as it finished."""
         store, user = await self._task(ctx, params.task_id)
+        if ctx.protocol_version == _tasks_legacy.LEGACY_VERSION:  # 2025-11-25: the task, cancelled
+            record = await store.get(params.task_id, user)
+            if record is None:
+                raise _tasks.task_not_found()
+            if _tasks_legacy.status(record) != "working":
+                raise MCPError(
+                    code=types.INVALID_PARAMS, message="Cannot cancel a task in a terminal status."
+                )
+            record = await store.cancel(params.task_id, user)
+            if record is None:
+                raise _tasks.task_not_found()
+            return _tasks_legacy.legacy_task(record, store)
         if await store.cancel(params.task_id, user) is None:
             raise _tasks.task_not_found()
         return {"resultType": "complete"}
+
+    async def task_result(
+        self, ctx: ServerRequestContext[Any, Any], params: _tasks.TaskIdParams
+    ) -> dict[str, Any]:
+        """2025-11-25 `tasks/result` (see `_tasks_legacy`); not a method of later revisions."""
+        if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        store, user = await self._task(ctx, params.task_id)
+        record = await store.get(params.task_id, user)
+        tool = self.registry.find(str(record["tool"])) if record is not None else None
+        version = ctx.protocol_version
+
+        def render(result: ToolResult) -> dict[str, Any]:
+            return _methods.serialize_server_result("tools/call", version, _render(result, tool, version))
+
+        return await _tasks_legacy.legacy_result(store, params.task_id, user, render)
+
+    async def list_tasks(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        """2025-11-25 `tasks/list`: the caller's own tasks, newest first (one page)."""
+        if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION or self.tasks is None:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        if params.cursor:
+            raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor")
+        store = self.tasks
+        user = self._principal_of(ctx).user_id or ""
+        return {"tasks": [_tasks_legacy.legacy_task(r, store) for r in await store.list_tasks(user)]}
+
+    async def legacy_call(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
+        """A 2025-11-25 task-augmented `tools/call` of a background tool: its `CreateTaskResult` in wire
+        form (the SDK would check it as a `CallToolResult`); None to leave the request to the SDK."""
+        params, store = ctx.params, self.tasks
+        if store is None or ctx.session.client_params is None or not isinstance(params, Mapping):
+            return None
+        try:
+            _methods.validate_client_request("tools/call", ctx.protocol_version, params)
+        except Exception:
+            return None
+        tool = self.registry.find(str(params["name"]))
+        if tool is None or not tool.options.background:
+            return None  # no task support: answered as a plain call (the task metadata is ignored)
+        principal = self._principal_of(ctx)
+        call = ToolCall(id=f"mcp_task_{uuid.uuid4().hex}", name=tool.name, arguments=params.get("arguments"))
+        record = await store.start(call, principal, self.executor)
+        if record is None:
+            raise MCPError(code=types.INVALID_REQUEST, message="Too many tasks are running for this user.")
+        return {"task": _tasks_legacy.legacy_task(record, store)}
 
     # ----------------------------------------------------------------------------------------------
     # Confirmation with the person behind the client
@@ -544,6 +625,10 @@ class _QuietOpenTelemetry:
         self.handlers = handlers
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and _tasks_legacy.wants_legacy_task(ctx.protocol_version, ctx.params):
+            answered = await self.handlers.legacy_call(ctx)
+            if answered is not None:
+                return answered
         meta = ctx.meta
         if isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS) and (
             meta is None or get_global_textmap().fields.isdisjoint(meta)

@@ -29,7 +29,8 @@ What a client sees (section names are the specification's):
   (the principal's user id), and there is no `tasks/list`.
 
 Left out: `notifications/tasks` over `subscriptions/listen` (optional, *Task Status Notifications*); the
-`input_required` status (no toolrun tool asks for input from inside a task).
+`input_required` status (no toolrun tool asks for input from inside a task). 2025-11-25 connections get
+that revision's experimental tasks instead (`_tasks_legacy`), over the same stores.
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ class TaskStore(Protocol):
 
     async def cancel(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:
         """Ask the caller's running task to stop; the task (as it now stands), or None as for `get`."""
+        ...
+
+    async def list_tasks(self, user_id: str) -> list[Mapping[str, Any]]:
+        """The caller's tasks, newest first (2025-11-25 `tasks/list`)."""
         ...
 
 
@@ -196,6 +201,11 @@ class MemoryTaskStore:
                 await running
         record = self._tasks.get(task_id)  # as it stands now (not purged: the cancel was for a known task)
         return dict(record) if record is not None else None
+
+    async def list_tasks(self, user_id: str) -> list[Mapping[str, Any]]:
+        self._purge()
+        mine = [dict(r) for task_id, r in self._tasks.items() if self._owners[task_id] == user_id]
+        return sorted(mine, key=lambda r: r["created_at"], reverse=True)
 
     async def aclose(self) -> None:
         """Cancel the tasks still running (the process is going away)."""
