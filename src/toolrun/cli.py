@@ -212,9 +212,14 @@ def create_service_app(settings: Any, **app_options: Any) -> Any:
             return None
         return ToolContext(user_id=principal.user_id, roles=principal.roles)
 
+    tasks: Any = True  # background tools called as MCP tasks: in this process...
+    if getattr(app.state, "toolrun_jobs", None) is not None:  # ...or, TOOLRUN_DURABLE=dbos, as durable jobs
+        from toolrun.integrations.dbos import DurableTasks
+
+        tasks = DurableTasks(state.agent)
     mount_mcp(
         app,
-        create_server(state.registry, executor=state.executor),
+        create_server(state.registry, executor=state.executor, tasks=tasks),
         resolve_principal=resolve,
         max_sessions_per_user=settings.mcp_max_sessions_per_user,
         session_idle_timeout=settings.mcp_session_idle_timeout,

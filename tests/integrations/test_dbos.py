@@ -10,7 +10,7 @@ import pytest
 from dbos import DBOS
 
 from toolrun import ToolCall, ToolContext, ToolRegistry, tool
-from toolrun.agent import ConfirmationRequired, RunFinished, TextDelta, ToolCallFinished
+from toolrun.agent import Approve, ConfirmationRequired, Deny, RunFinished, TextDelta, ToolCallFinished
 from toolrun.integrations.dbos import DurableAgent, JobStore, dbos_config, idempotency_key
 from toolrun.models import ScriptedModel, UserMessage
 
@@ -133,6 +133,55 @@ async def test_a_denial_reaches_the_model_and_nothing_runs(dbos_sqlite: None) ->
     assert calls == []
     assert done.tool_calls[0].result.error is not None
     assert done.tool_calls[0].result.error.code == "CONFIRMATION_DENIED"
+
+
+async def test_a_denial_s_reason_reaches_the_model(dbos_sqlite: None) -> None:
+    calls: list[str] = []
+    agent = _agent(
+        "notes_reason",
+        [ToolCall(id="d1", name="delete_note", arguments={"text": "old"}), "Kept it."],
+        calls,
+        [],
+    )
+    u = ToolContext(user_id="u")
+    run = await agent.run("delete old", context=u)
+    reason = "Keep it: the auditors need it until March."
+    done = await agent.resume(run, {run.pending[0].confirmation_id: Deny(reason=reason)}, context=u)
+    assert done.status == "completed" and calls == []
+    error = done.tool_calls[0].result.error
+    assert error is not None and error.code == "CONFIRMATION_DENIED"
+    seen = agent.model.inner.requests[-1].messages[-1].content
+    assert reason in seen  # the model was told why
+
+
+async def test_an_edited_approval_is_validated_then_runs_once_with_the_person_s_arguments(
+    dbos_sqlite: None,
+) -> None:
+    calls: list[str] = []
+    agent = _agent(
+        "notes_edit",
+        [ToolCall(id="d1", name="delete_note", arguments={"text": "old"}), "Deleted the older one."],
+        calls,
+        [],
+    )
+    u = ToolContext(user_id="u")
+    run = await agent.run("delete old", context=u)
+    cid = run.pending[0].confirmation_id
+    with pytest.raises(ValueError, match="refused, nothing was sent"):  # checked before anything is sent
+        await agent.resume(run, {cid: Approve(arguments={"text": 5})}, context=u)
+    with pytest.raises(ValueError, match="refused, nothing was sent"):
+        await agent.resume(run, {cid: Approve(arguments={"text": "x", "extra": 1})}, context=u)
+    assert (await agent.state(run.run_id))[1].status == "awaiting_confirmation"  # still waiting
+    done = await agent.resume(run, {cid: Approve(arguments={"text": "older"})}, context=u)
+    assert done.status == "completed", done.error
+    assert calls == ["deleted older"]  # the person's arguments, once
+    told = agent.model.inner.requests[-1].messages[-1].content
+    assert "older" in told
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(run.run_id)]
+    assert "toolrun.confirmation.preview_edit" in steps  # checked again inside the workflow, as a step
+    with pytest.raises(ValueError, match="not waiting"):
+        await agent.resume(run, {cid: Approve(arguments={"text": "oldest"})}, context=u)
+    assert calls == ["deleted older"]
 
 
 async def test_stream_yields_live_events_of_the_workflow(dbos_sqlite: None) -> None:
@@ -315,5 +364,22 @@ def test_a_durable_decision_is_a_boolean_or_refused(value: object) -> None:
         _decision("conf_1", value)
     assert _decision("conf_1", True) is True and _decision("conf_1", Approve()) is True
     assert _decision("conf_1", False) is False and _decision("conf_1", Deny()) is False
-    with pytest.raises(ValueError, match="not carried"):
-        _decision("conf_1", Deny(reason="keep it"))
+    # edits and reasons travel as JSON, and read back as the decisions they were
+    from toolrun.integrations.dbos import _read_decision
+
+    edit, reason = _decision("c", Approve(arguments={"text": "x"})), _decision("c", Deny(reason="keep it"))
+    assert edit == {"approve": True, "arguments": {"text": "x"}}
+    assert reason == {"approve": False, "reason": "keep it"}
+    assert _read_decision(edit) == Approve(arguments={"text": "x"})
+    assert _read_decision(reason) == Deny(reason="keep it")
+    # a message that is neither (a forged one in the workflow's inbox) decides nothing
+    for forged in (
+        {"approve": "yes", "arguments": {}},
+        {"approve": True},
+        {"approve": False, "reason": 3},
+        1,
+        "yes",
+    ):
+        assert _read_decision(forged) is None
+    with pytest.raises(ValueError, match="JSON"):
+        _decision("c", Approve(arguments={"when": object()}))

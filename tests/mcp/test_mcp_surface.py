@@ -12,8 +12,12 @@ def test_exported_names() -> None:
     assert sorted(toolrun.mcp.__all__) == [
         "MCPHTTPEndpoint",
         "MCPToolset",
+        "MemoryTaskStore",
         "PRINCIPAL_SCOPE_KEY",
         "PrincipalResolver",
+        "TASKS_EXTENSION",
+        "TaskStore",
+        "TasksExtension",
         "ToolrunMCPServer",
         "create_http_app",
         "create_server",

@@ -112,3 +112,65 @@ async def test_without_durable_runs_there_are_no_jobs(service: Service) -> None:
     assert (await service.alice.http.get("/api/v1/jobs")).json() == {"jobs": []}
     assert (await service.alice.http.get("/api/v1/jobs/job_x")).status_code == 404
     assert (await service.alice.http.delete("/api/v1/jobs/job_x")).status_code == 404
+
+
+def _sse(body: str) -> list[tuple[str, dict[str, Any]]]:
+    """`(event name, data)` of each SSE event in a body."""
+    import json
+
+    events = []
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        name, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+        if data and data != ["[DONE]"]:
+            events.append((name, json.loads("\n".join(data))))
+    return events
+
+
+async def test_the_jobs_stream_sends_progress_then_the_end_once(
+    durable: tuple[Service, ScriptedModel],
+) -> None:
+    service, _ = durable
+    GATE["21"] = asyncio.Event()
+    alice, bob = service.alice.http, service.bob.http
+    job_id = _job_id((await alice.post("/api/v1/chat", json={"message": "crunch 21"})).json())
+    listening = asyncio.create_task(alice.get("/api/v1/jobs/events", params={"until_idle": "true"}))
+
+    async def progressed() -> Any:
+        return (await alice.get(f"/api/v1/jobs/{job_id}")).json()["progress"]
+
+    await _until(progressed)
+    await asyncio.sleep(0.6)  # the stream reads the store every 0.5 s: it has seen the progress
+    GATE["21"].set()
+    response = await asyncio.wait_for(listening, 30)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    events = _sse(response.text)
+    names = [name for name, _ in events]
+    assert set(names) == {"job_progress", "job_finished"} and names[-1] == "job_finished"
+    assert names.count("job_finished") == 1  # the end, once
+    assert all(data["id"] == job_id for _, data in events)
+    assert any(data["progress"] == {"progress": 1, "total": 2, "message": "halfway"} for _, data in events)
+    assert events[-1][1]["status"] == "completed" and events[-1][1]["result"]["value"] == {"sum": 42}
+    # someone else's stream has nothing of alice's
+    assert _sse((await bob.get("/api/v1/jobs/events", params={"until_idle": "true"})).text) == []
+    # the same news for AG-UI (CUSTOM events in one run) and the AI SDK (one data part per job)
+    ag_ui = await alice.get("/api/v1/jobs/events", params={"until_idle": "true", "format": "ag-ui"})
+    kinds = [data["type"] for _, data in _sse(ag_ui.text)]
+    assert kinds == ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]
+    custom = _sse(ag_ui.text)[1][1]
+    assert custom["name"] == "job_finished" and custom["value"]["id"] == job_id
+    ai_sdk = await alice.get("/api/v1/jobs/events", params={"until_idle": "true", "format": "ai-sdk"})
+    assert ai_sdk.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    parts = [data for _, data in _sse(ai_sdk.text)]
+    assert [p["type"] for p in parts] == ["start", "data-job", "finish"]
+    assert parts[1]["id"] == job_id and parts[1]["data"]["status"] == "completed"
+    assert ai_sdk.text.rstrip().endswith("data: [DONE]")
+
+
+async def test_without_durable_runs_the_jobs_stream_is_empty(service: Service) -> None:
+    response = await service.alice.http.get("/api/v1/jobs/events", params={"until_idle": "true"})
+    assert response.status_code == 200 and _sse(response.text) == []

@@ -9,13 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
 from toolrun.results import ToolResult
 
 __all__ = ["FINAL_STATUSES", "JobLimitError", "JobStore"]
+
+_T = TypeVar("_T")
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 """A job in one of these is over; `running` is the only other status."""
@@ -27,7 +31,8 @@ class JobLimitError(Exception):
 
 class JobStore:
     """Jobs in the table `toolrun_jobs` of `database_url` (sync or async SQLAlchemy URL; the DBOS system
-    database will do). Every method is async (the work runs in a thread).
+    database will do). Every method is async (the work runs on the store's own threads, not the loop's
+    default executor: DBOS installs its own there and shuts it down with `DBOS.destroy()`).
 
     Args:
         database_url: Where the table lives (created if missing).
@@ -57,9 +62,14 @@ class JobStore:
             sa.Column("updated_at", sa.Float, nullable=False),
         )
         self.table.metadata.create_all(self._engine)
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolrun-jobs")
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True)
         self._engine.dispose()
+
+    async def _in_thread(self, fn: Callable[[], _T]) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
     async def create(
         self, job_id: str, *, user_id: str, tool: str, conversation_id: str | None, run_id: str | None
@@ -99,7 +109,7 @@ class JobStore:
                 if db.execute(insert).rowcount != 1:
                     raise JobLimitError(f"{self.max_running_per_user} jobs running")
 
-        await asyncio.to_thread(create)
+        await self._in_thread(create)
 
     async def get(self, job_id: str, user_id: str) -> dict[str, Any] | None:
         """The user's job, as the API shows it; None when unknown or someone else's."""
@@ -177,21 +187,21 @@ class JobStore:
                         taken.append(_view(row._mapping))
                 return taken
 
-        return await asyncio.to_thread(take)
+        return await self._in_thread(take)
 
     async def _select(self, statement: Any) -> list[dict[str, Any]]:
         def select() -> list[dict[str, Any]]:
             with self._engine.connect() as db:
                 return [_view(row._mapping) for row in db.execute(statement)]
 
-        return await asyncio.to_thread(select)
+        return await self._in_thread(select)
 
     async def _execute(self, statement: Any) -> None:
         def execute() -> None:
             with self._engine.begin() as db:
                 db.execute(statement)
 
-        await asyncio.to_thread(execute)
+        await self._in_thread(execute)
 
 
 def _view(row: Any) -> dict[str, Any]:

@@ -56,11 +56,13 @@ from typing import Any, cast
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from toolrun.agent import Agent, AgentEvent, AgentRun, Approve, Deny, PendingConfirmation, RunFinished
+from toolrun.agent._run import check_decisions
 from toolrun.integrations._dbos_jobs import JobLimitError, JobStore
 from toolrun.integrations._dbos_lease import ExecutorLease
 from toolrun.integrations._dbos_steps import ModelStepFailed, StepModel, interrupted, sync_url
 from toolrun.integrations._dbos_steps import in_workflow as _in_workflow
 from toolrun.integrations._dbos_steps import step as _step
+from toolrun.integrations._dbos_tasks import DurableTasks
 from toolrun.models import (
     Message,
     Model,
@@ -74,6 +76,7 @@ from toolrun.tools import ToolCall, ToolContext
 
 __all__ = [
     "DurableAgent",
+    "DurableTasks",
     "ExecutorLease",
     "JobStore",
     "ModelStepFailed",
@@ -246,6 +249,17 @@ class _StepExecutor(ToolExecutor):
         return await self._twice(
             call, lambda: self._inner.approve(confirmation_id, ctx, arguments=arguments), None
         )
+
+    async def preview_edit(
+        self, confirmation_id: str, context: ToolContext[Any], arguments: Mapping[str, Any]
+    ) -> ToolResult:
+        if not _in_workflow():
+            return await self._inner.preview_edit(confirmation_id, context, arguments)
+
+        async def preview() -> ToolResult:  # a step: a replay takes the path the first run took
+            return await self._inner.preview_edit(confirmation_id, context, arguments)
+
+        return cast(ToolResult, await _step(None, "toolrun.confirmation.preview_edit", preview))
 
     async def deny(
         self, confirmation_id: str, context: ToolContext[Any], reason: str | None = None
@@ -434,10 +448,16 @@ class DurableAgent(Agent):
         """Send decisions to a run waiting for them; returns the sequence number of the state they answer
         (`wait(run_id, after=n)` gives the state after them).
 
+        Decisions are those of `Agent.resume`: `True`/`False`, `Approve(arguments=...)` (the person's edited
+        arguments: validated and previewed again here, before anything is sent, then bound to the
+        confirmation and run once by the workflow) and `Deny(reason=...)` (the model receives the reason).
+
         Raises:
             ValueError: the run is not waiting for a decision, `approvals` names an id that is not pending
-                in it, or `context` is not the run's user.
+                in it, `context` is not the run's user, a decision is not one of the above, or an edit's
+                arguments are refused by its tool (nothing was sent).
         """
+        check_decisions(approvals)
         latest = await self.state(run_id)
         if latest is None or latest[1].status != "awaiting_confirmation":
             raise ValueError(f"Run {run_id!r} is not waiting for a decision.")
@@ -448,8 +468,21 @@ class DurableAgent(Agent):
         unknown = set(approvals) - {p.confirmation_id for p in run.pending}
         if unknown:
             raise ValueError(f"No pending confirmation with id(s) {sorted(unknown)} in run {run_id}.")
+        wire = {k: _decision(k, v) for k, v in approvals.items()}
+        for confirmation_id, value in approvals.items():  # every edit is checked before anything is sent
+            if isinstance(value, Approve) and value.arguments is not None:
+                asker = (context or ToolContext()).evolve(run_id=run_id)
+                checked = await self._steps.inner.preview_edit(confirmation_id, asker, value.arguments)
+                if checked.error is not None:
+                    name = next(
+                        (p.call.name for p in run.pending if p.confirmation_id == confirmation_id), ""
+                    )
+                    raise ValueError(
+                        f"The edited arguments for {name!r} ({confirmation_id}) were refused, nothing was "
+                        f"sent: {checked.error.render()}"
+                    )
         decision = {
-            "approvals": {k: _decision(k, v) for k, v in approvals.items()},
+            "approvals": wire,
             "user_id": user,
             "seq": seq,
             "deadline": context.deadline if context is not None else None,
@@ -521,7 +554,7 @@ class DurableAgent(Agent):
                     continue  # not the run's user, or not what is pending: the run keeps waiting
                 deadline = decision.get("deadline")  # the decider's own time limit, as Agent.resume has
                 decider = ctx.evolve(deadline=deadline if isinstance(deadline, int | float) else None)
-                events = self._resume(run, approvals, decider, streaming=streaming)
+                events = _refused_as_failure(run, self._resume(run, approvals, decider, streaming=streaming))
             seq += 1
             await self._publish_state(seq, run, ctx, events)
         return run.to_dict()
@@ -670,8 +703,10 @@ class DurableAgent(Agent):
         return PendingConfirmation.from_dict(await _step(None, "toolrun.confirmation.entry", entry))
 
 
-def _approvals(decision: Any, run: AgentRun, ctx: ToolContext[Any]) -> dict[str, bool] | None:
-    """The approvals of a decision message, or None when it is not for this run as it stands."""
+def _approvals(
+    decision: Any, run: AgentRun, ctx: ToolContext[Any]
+) -> dict[str, bool | Approve | Deny] | None:
+    """The decisions of a decision message, or None when it is not for this run as it stands."""
     if not isinstance(decision, Mapping) or decision.get("user_id") != ctx.user_id:
         return None
     approvals = decision.get("approvals")
@@ -680,7 +715,22 @@ def _approvals(decision: Any, run: AgentRun, ctx: ToolContext[Any]) -> dict[str,
     pending = {p.confirmation_id for p in run.pending}
     if not set(approvals) <= pending:
         return None
-    return {str(k): bool(v) for k, v in approvals.items()}
+    read = {str(k): _read_decision(v) for k, v in approvals.items()}
+    if any(v is None for v in read.values()):
+        return None
+    return cast("dict[str, bool | Approve | Deny]", read)
+
+
+async def _refused_as_failure(run: AgentRun, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    """The resumed run's events; a decision refused inside the workflow (an edit its tool no longer takes,
+    checked again there: the confirmation may have expired since `decide` checked it) ends the run
+    `failed` with the reason, instead of failing the workflow."""
+    try:
+        async for event in events:
+            yield event
+    except ValueError as exc:
+        run.status, run.error = "failed", str(exc)
+        yield RunFinished(run=run)
 
 
 def _context_data(context: ToolContext[Any] | None) -> dict[str, Any]:
@@ -830,24 +880,54 @@ async def _until_finished(queue: asyncio.Queue[AgentEvent]) -> AsyncIterator[Age
             return
 
 
-def _decision(confirmation_id: str, value: object) -> bool:
-    """A decision as the workflow carries it: only `True`/`Approve()` approve, `False`/`Deny()` deny.
+def _decision(confirmation_id: str, value: object) -> bool | dict[str, Any]:
+    """A decision as the workflow carries it (JSON): `True`/`Approve()` and `False`/`Deny()` as booleans,
+    `Approve(arguments=...)` as `{"approve": true, "arguments": {...}}`, `Deny(reason=...)` as
+    `{"approve": false, "reason": "..."}`.
 
     Anything else (a truthy "no", a dict, a tuple) is refused before anything is sent, as at every other
-    door. Edited arguments and denial reasons are not carried by durable runs yet: refused, not dropped.
+    door.
     """
     if value is True or value is False:
         return value
-    if isinstance(value, Approve) and value.arguments is None:
-        return True
-    if isinstance(value, Deny) and value.reason is None:
-        return False
-    if isinstance(value, Approve | Deny):
-        raise ValueError(
-            f"Decision for {confirmation_id!r}: a durable run takes approve or deny as they are; edited "
-            "arguments and denial reasons are not carried by DurableAgent yet."
-        )
+    if isinstance(value, Approve):
+        if value.arguments is None:
+            return True
+        if not isinstance(value.arguments, Mapping):
+            raise ValueError(f"Decision for {confirmation_id!r}: edited arguments must be a JSON object.")
+        arguments = dict(value.arguments)
+        try:
+            json.dumps(arguments)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Decision for {confirmation_id!r}: edited arguments must be JSON data."
+            ) from None
+        return {"approve": True, "arguments": arguments}
+    if isinstance(value, Deny):
+        if value.reason is None:
+            return False
+        if not isinstance(value.reason, str):
+            raise ValueError(f"Decision for {confirmation_id!r}: a denial's reason must be text.")
+        return {"approve": False, "reason": value.reason}
     raise ValueError(
         f"Decision for {confirmation_id!r} must be True (approve) or False (deny), "
         f"not {type(value).__name__}."
     )
+
+
+def _read_decision(value: object) -> bool | Approve | Deny | None:
+    """A decision as `_decision` wrote it, back as `Agent._resume` takes it; None when it is not one."""
+    if value is True or value is False:
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    approve = value.get("approve")
+    if (
+        approve is True
+        and isinstance(value.get("arguments"), Mapping)
+        and set(value) == {"approve", "arguments"}
+    ):
+        return Approve(arguments=dict(value["arguments"]))
+    if approve is False and isinstance(value.get("reason"), str) and set(value) == {"approve", "reason"}:
+        return Deny(reason=value["reason"])
+    return None

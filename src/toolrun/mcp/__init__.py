@@ -17,18 +17,28 @@ async with MCPToolset("http://127.0.0.1:8000/mcp", prefix="remote") as remote:
     await remote.register(registry)          # or: toolset = await import_tools(registry, target, ...)
 ```
 
+A `@tool(background=True)` tool called by a client that declares the MCP Tasks extension
+(`io.modelcontextprotocol/tasks`, SEP-2663) runs as a task (`tasks/get`, `tasks/update`, `tasks/cancel`); the
+`MCPToolset` declares it and waits for the tasks a server answers with.
+
 From the shell: `toolrun mcp serve module:registry [--http --host --port]` or `python -m toolrun.mcp`.
 """
 
 from toolrun.mcp._client import MCPToolset, import_tools
 from toolrun.mcp._http import MCPHTTPEndpoint, PrincipalResolver, create_http_app, mount_mcp
 from toolrun.mcp._server import PRINCIPAL_SCOPE_KEY, ToolrunMCPServer, create_server, serve_stdio
+from toolrun.mcp._tasks import TASKS_EXTENSION, MemoryTaskStore, TaskStore
+from toolrun.mcp._tasks_client import TasksExtension
 
 __all__ = [
     "PRINCIPAL_SCOPE_KEY",
+    "TASKS_EXTENSION",
     "MCPHTTPEndpoint",
     "MCPToolset",
+    "MemoryTaskStore",
     "PrincipalResolver",
+    "TaskStore",
+    "TasksExtension",
     "ToolrunMCPServer",
     "create_http_app",
     "create_server",

@@ -25,6 +25,9 @@ Failures are tool errors, never hangs: a server that cannot be reached in `conne
 or an answer the SDK refuses, such as structured content that breaks the tool's output schema
 (`REMOTE_ERROR`: the server answered, the connection stays), or a tool error (`REMOTE_TOOL_ERROR`, with
 the remote's text).
+
+A server that answers a call with an MCP task (the Tasks extension, which the toolset declares) is polled
+until the task ends, within the same `timeout`; a task still running then is cancelled on the server.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from toolrun.content import (
     ToolOutput,
 )
 from toolrun.exceptions import ToolrunError
+from toolrun.mcp._tasks_client import TasksExtension
 from toolrun.registry import ToolRegistry
 from toolrun.results import ToolError
 from toolrun.tools import Tool, ToolContext
@@ -100,6 +104,11 @@ class MCPToolset:
         retries: Extra attempts after a transient failure, for idempotent tools only.
         rate_limit: A rate limit for every tool of this server (e.g. `"60/minute"`), shared under one key.
         mode: The SDK's protocol negotiation (`"auto"`: 2026-07-28 when the server speaks it, else 2025).
+        tasks: Declare the MCP Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28): a server may
+            then answer a call with a task, which is polled (at the server's suggested interval) until it
+            ends; when `timeout` runs out first, the task is cancelled on the server (`tasks/cancel`).
+        max_poll_interval: Seconds; the longest wait between two polls of a task, whatever the server
+            suggests.
     """
 
     def __init__(
@@ -115,6 +124,8 @@ class MCPToolset:
         retries: int = 2,
         rate_limit: str | None = None,
         mode: str = "auto",
+        tasks: bool = True,
+        max_poll_interval: float = 5.0,
     ) -> None:
         if headers and not isinstance(server, str):
             raise ValueError("headers= is for Streamable HTTP URLs; a stdio or in-process server has none.")
@@ -128,6 +139,8 @@ class MCPToolset:
         self.retries = retries
         self.rate_limit = rate_limit
         self.mode = mode
+        self.tasks = tasks
+        self.max_poll_interval = max_poll_interval
         self.label = _label(server)
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
@@ -207,7 +220,10 @@ class MCPToolset:
         else:
             args = list(server)
             target = StdioServerParameters(command=args[0], args=args[1:])
-        return Client(target, mode=self.mode, elicitation_callback=self._on_elicit, cache=None)
+        extensions = [TasksExtension(max_poll_interval=self.max_poll_interval)] if self.tasks else None
+        return Client(
+            target, mode=self.mode, elicitation_callback=self._on_elicit, cache=None, extensions=extensions
+        )
 
     async def _disconnect(self) -> None:
         async with self._lock:

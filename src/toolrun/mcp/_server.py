@@ -10,7 +10,9 @@ await serve_stdio(server)                      # or: create_http_app(server, res
 `tools/call`: an unknown name is the protocol's error (`-32602`); everything else is a `CallToolResult`
 built from the executor's `ToolResult` (`isError` with the error's text for failures — validation lists
 every field problem, internal errors carry only an error id; `structuredContent` plus a text copy on
-success). Destructive tools are confirmed with the person behind the client (see `_confirm`).
+success). Destructive tools are confirmed with the person behind the client (see `_confirm`). A
+`@tool(background=True)` tool called by a client that declares the MCP Tasks extension becomes a task
+(see `_tasks`: `tasks/get`, `tasks/update`, `tasks/cancel`).
 A long async tool reports progress with `await ctx.report_progress(done, total)`; a client that cancels
 the request cancels the tool.
 """
@@ -21,7 +23,7 @@ import hmac
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -41,7 +43,8 @@ from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tra
 from pydantic_core import to_jsonable_python
 
 from toolrun.formats.mcp import MCPFormat
-from toolrun.mcp import _confirm
+from toolrun.mcp import _confirm, _tasks, _tasks_legacy
+from toolrun.mcp._tasks import MemoryTaskStore, TaskStore
 from toolrun.registry import ToolSet
 from toolrun.results import ToolResult
 from toolrun.runtime import ToolExecutor
@@ -83,6 +86,18 @@ class ToolrunMCPServer(Server[Any]):
     """The executor every call goes through."""
     principal: ToolContext[Any]
     """Who calls when the transport does not say (stdio, in-memory, HTTP without a resolver)."""
+    tasks: TaskStore | None
+    """Where background tools called as MCP tasks run and are kept (None: tasks are off)."""
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        """The SDK's capabilities, with 2025-11-25's `tasks` on handshake versions when tasks are on."""
+        capabilities = super().get_capabilities(*args, **kwargs)
+        if (
+            getattr(self, "tasks", None) is not None
+            and kwargs.get("protocol_version") not in MODERN_PROTOCOL_VERSIONS
+        ):
+            capabilities.tasks = _tasks_legacy.capability()
+        return capabilities
 
     async def run(
         self,
@@ -114,6 +129,7 @@ def create_server(
     version: str | None = None,
     instructions: str | None = None,
     clock: Callable[[], float] = time.time,
+    tasks: TaskStore | bool = True,
 ) -> ToolrunMCPServer:
     """An MCP server for `registry` whose calls all run through `executor`'s gates.
 
@@ -127,6 +143,10 @@ def create_server(
         version: The server version announced (default: toolrun's).
         instructions: Instructions for the client's model, if any.
         clock: Wall-clock time for the expiry of confirmation state (tests).
+        tasks: Where calls of `@tool(background=True)` tools run as MCP tasks (the Tasks extension,
+            `io.modelcontextprotocol/tasks`) for clients that declare it: `True` (default) keeps them in
+            this process (`MemoryTaskStore()`); a store such as `toolrun.integrations.dbos.DurableTasks`
+            keeps them across restarts; `False` turns tasks off (background tools then run inline).
     """
     if executor is None:
         executor = ToolExecutor(registry)
@@ -138,12 +158,20 @@ def create_server(
         from toolrun import __version__
 
         version = __version__
-    handlers = _Handlers(registry, executor, principal, clock)
+    store: TaskStore | None = MemoryTaskStore() if tasks is True else (None if tasks is False else tasks)
+    handlers = _Handlers(registry, executor, principal, clock, store)
     server = ToolrunMCPServer(
         name, version=version, instructions=instructions, get_tool_input_schema=handlers.input_schema
     )
     server.add_request_handler("tools/list", types.PaginatedRequestParams, handlers.list_tools)
     server.add_request_handler("tools/call", types.CallToolRequestParams, handlers.call_tool)
+    if store is not None:  # SEP-2663: the extension's three methods, advertised in capabilities.extensions
+        server.extensions[_tasks.TASKS_EXTENSION] = {}
+        server.add_request_handler("tasks/get", _tasks.TaskIdParams, handlers.get_task)
+        server.add_request_handler("tasks/update", _tasks.TaskUpdateParams, handlers.update_task)
+        server.add_request_handler("tasks/cancel", _tasks.TaskIdParams, handlers.cancel_task)
+        server.add_request_handler("tasks/result", _tasks.TaskIdParams, handlers.task_result)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, handlers.list_tasks)
     server.middleware = [
         _QuietOpenTelemetry(m, server, handlers) if isinstance(m, OpenTelemetryMiddleware) else m
         for m in server.middleware
@@ -151,6 +179,7 @@ def create_server(
     server.registry = registry
     server.executor = executor
     server.principal = principal
+    server.tasks = store
     return server
 
 
@@ -169,7 +198,9 @@ class _Handlers:
         executor: ToolExecutor,
         principal: ToolContext[Any],
         clock: Callable[[], float],
+        tasks: TaskStore | None = None,
     ) -> None:
+        self.tasks = tasks
         self.registry = registry
         self.executor = executor
         self.principal = principal
@@ -224,13 +255,20 @@ class _Handlers:
         if listing is None:
             listing = types.ListToolsResult(
                 tools=[
-                    types.Tool.model_validate(definition, by_name=False)
+                    types.Tool.model_validate(self._with_execution(tool, definition), by_name=False)
                     for tool, definition in zip(registry.tools(), registry.definitions("mcp"), strict=True)
                     if _may_call(tool, principal)
                 ]
             )
             self._listings[key] = listing
         return listing
+
+    def _with_execution(self, tool: Tool, definition: dict[str, Any]) -> dict[str, Any]:
+        """2025-11-25 task support on background tools (`execution.taskSupport`; later revisions' serializers
+        leave the field out)."""
+        if self.tasks is None or not tool.options.background:
+            return definition
+        return {**definition, "execution": {"taskSupport": "optional"}}
 
     # ----------------------------------------------------------------------------------------------
     # tools/call
@@ -243,6 +281,8 @@ class _Handlers:
         if tool is None:
             shown = name if len(name) <= _MAX_NAME_ECHO else name[:_MAX_NAME_ECHO] + "…"
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {shown}")
+        if tool.options.background and self.tasks is not None and self._task_era(ctx):
+            return await self._start_task(ctx, tool, params)
         context, call_id = self._call_context(ctx)
         if params.request_state is not None or params.input_responses:
             return _render(
@@ -286,7 +326,7 @@ class _Handlers:
             return None
         name = params["name"]
         tool = self.registry.find(name)
-        if tool is None:
+        if tool is None or tool.options.background:  # a background tool may become a task: the SDK's way
             return None
         context, call_id = self._call_context(ctx)
         call = ToolCall(id=call_id, name=name, arguments=params.get("arguments"))
@@ -328,6 +368,139 @@ class _Handlers:
             if isinstance(principal, ToolContext):
                 return principal
         return self.principal
+
+    # ----------------------------------------------------------------------------------------------
+    # MCP Tasks (io.modelcontextprotocol/tasks, SEP-2663; see `_tasks`)
+
+    @staticmethod
+    def _task_era(ctx: ServerRequestContext[Any, Any]) -> bool:
+        """A 2026-07-28 request that declares the extension in its own `_meta` (*Capability Negotiation*)."""
+        return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and _tasks.wants_tasks(ctx.params)
+
+    async def _start_task(
+        self, ctx: ServerRequestContext[Any, Any], tool: Tool, params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        """A `CreateTaskResult` once the task is recorded (*Task Creation*), or the call's answer inline
+        when it could not run anyway (not allowed, invalid arguments: the executor's error, at once)."""
+        store = self.tasks
+        principal = self._principal_of(ctx)
+        call = ToolCall(id=f"mcp_task_{uuid.uuid4().hex}", name=tool.name, arguments=params.arguments)
+        if store is None or not _may_call(tool, principal) or not _valid(tool, params.arguments):
+            return _render(await self.executor.execute(call, principal), tool, ctx.protocol_version)
+        record = await store.start(call, principal, self.executor)
+        if record is None:
+            return _render(_tasks.too_many_tasks(call, store), tool, ctx.protocol_version)
+        return _tasks.create_task_result(record, store)
+
+    async def _task(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> tuple[TaskStore, str]:
+        """The caller's task, after the checks every `tasks/*` request gets (*Error Handling*)."""
+        store = self.tasks
+        if store is None:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION and not self._task_era(ctx):
+            raise _tasks.missing_capability()
+        if not task_id or len(task_id) > _tasks.MAX_TASK_ID:
+            raise _tasks.task_not_found()
+        user = self._principal_of(ctx).user_id or ""
+        return store, user
+
+    async def get_task(
+        self, ctx: ServerRequestContext[Any, Any], params: _tasks.TaskIdParams
+    ) -> dict[str, Any]:
+        """`tasks/get` (*Task Polling*)."""
+        store, user = await self._task(ctx, params.task_id)
+        record = await store.get(params.task_id, user)
+        if record is None:
+            raise _tasks.task_not_found()
+        if ctx.protocol_version == _tasks_legacy.LEGACY_VERSION:
+            return _tasks_legacy.legacy_task(record, store)
+        tool = self.registry.find(str(record["tool"]))
+        version = ctx.protocol_version
+
+        def render(result: ToolResult) -> dict[str, Any]:
+            return _methods.serialize_server_result("tools/call", version, _render(result, tool, version))
+
+        return await _tasks.detailed_task(record, store, render)
+
+    async def update_task(
+        self, ctx: ServerRequestContext[Any, Any], params: _tasks.TaskUpdateParams
+    ) -> dict[str, Any]:
+        """`tasks/update` (*Task Update Requests*): acknowledged; no toolrun task has input outstanding, so
+        every response is for a key that is not outstanding, and is ignored."""
+        store, user = await self._task(ctx, params.task_id)
+        if await store.get(params.task_id, user) is None:
+            raise _tasks.task_not_found()
+        return {"resultType": "complete"}
+
+    async def cancel_task(
+        self, ctx: ServerRequestContext[Any, Any], params: _tasks.TaskIdParams
+    ) -> dict[str, Any]:
+        """`tasks/cancel` (*Task Cancellation*): acknowledged; a running task is cancelled, a finished one
+        stays as it finished."""
+        store, user = await self._task(ctx, params.task_id)
+        if ctx.protocol_version == _tasks_legacy.LEGACY_VERSION:  # 2025-11-25: the task, cancelled
+            record = await store.get(params.task_id, user)
+            if record is None:
+                raise _tasks.task_not_found()
+            if _tasks_legacy.status(record) != "working":
+                raise MCPError(
+                    code=types.INVALID_PARAMS, message="Cannot cancel a task in a terminal status."
+                )
+            record = await store.cancel(params.task_id, user)
+            if record is None:
+                raise _tasks.task_not_found()
+            return _tasks_legacy.legacy_task(record, store)
+        if await store.cancel(params.task_id, user) is None:
+            raise _tasks.task_not_found()
+        return {"resultType": "complete"}
+
+    async def task_result(
+        self, ctx: ServerRequestContext[Any, Any], params: _tasks.TaskIdParams
+    ) -> dict[str, Any]:
+        """2025-11-25 `tasks/result` (see `_tasks_legacy`); not a method of later revisions."""
+        if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        store, user = await self._task(ctx, params.task_id)
+        record = await store.get(params.task_id, user)
+        tool = self.registry.find(str(record["tool"])) if record is not None else None
+        version = ctx.protocol_version
+
+        def render(result: ToolResult) -> dict[str, Any]:
+            return _methods.serialize_server_result("tools/call", version, _render(result, tool, version))
+
+        return await _tasks_legacy.legacy_result(store, params.task_id, user, render)
+
+    async def list_tasks(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        """2025-11-25 `tasks/list`: the caller's own tasks, newest first (one page)."""
+        if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION or self.tasks is None:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        if params.cursor:
+            raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor")
+        store = self.tasks
+        user = self._principal_of(ctx).user_id or ""
+        return {"tasks": [_tasks_legacy.legacy_task(r, store) for r in await store.list_tasks(user)]}
+
+    async def legacy_call(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
+        """A 2025-11-25 task-augmented `tools/call` of a background tool: its `CreateTaskResult` in wire
+        form (the SDK would check it as a `CallToolResult`); None to leave the request to the SDK."""
+        params, store = ctx.params, self.tasks
+        if store is None or ctx.session.client_params is None or not isinstance(params, Mapping):
+            return None
+        try:
+            _methods.validate_client_request("tools/call", ctx.protocol_version, params)
+        except Exception:
+            return None
+        tool = self.registry.find(str(params["name"]))
+        if tool is None or not tool.options.background:
+            return None  # no task support: answered as a plain call (the task metadata is ignored)
+        principal = self._principal_of(ctx)
+        call = ToolCall(id=f"mcp_task_{uuid.uuid4().hex}", name=tool.name, arguments=params.get("arguments"))
+        record = await store.start(call, principal, self.executor)
+        if record is None:
+            raise MCPError(code=types.INVALID_REQUEST, message="Too many tasks are running for this user.")
+        return {"task": _tasks_legacy.legacy_task(record, store)}
 
     # ----------------------------------------------------------------------------------------------
     # Confirmation with the person behind the client
@@ -452,6 +625,10 @@ class _QuietOpenTelemetry:
         self.handlers = handlers
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and _tasks_legacy.wants_legacy_task(ctx.protocol_version, ctx.params):
+            answered = await self.handlers.legacy_call(ctx)
+            if answered is not None:
+                return answered
         meta = ctx.meta
         if isinstance(get_tracer_provider(), _UNSEEN_PROVIDERS) and (
             meta is None or get_global_textmap().fields.isdisjoint(meta)
@@ -476,6 +653,14 @@ def _may_call(tool: Tool, principal: ToolContext[Any]) -> bool:
         return False
     allowed = principal.allowed_tools
     return allowed is None or tool.name in allowed
+
+
+def _valid(tool: Tool, arguments: Any) -> bool:
+    try:
+        tool.validate(arguments)
+    except Exception:
+        return False
+    return True
 
 
 def _end_progress(context: ToolContext[Any]) -> None:
@@ -514,7 +699,7 @@ def _wire_result(rendered: dict[str, Any], version: str) -> dict[str, Any]:
     return wire
 
 
-def _render(result: ToolResult, tool: Tool, version: str | None = None) -> dict[str, Any]:
+def _render(result: ToolResult, tool: Tool | None, version: str | None = None) -> dict[str, Any]:
     out = _FORMAT.tool_result_message(result, tool=tool)
     out["resultType"] = "complete"  # required from 2026-07-28; earlier versions' schemas drop it
     if result.content and version is not None:

@@ -20,6 +20,15 @@ RunFinished                      (always last, unless RunError ends the stream i
   failure is a normal `RunFinished` with status `failed`. Nothing follows a `RunError`.
 
 Each event has a `kind` (the SSE event name) and `data()` (a JSON-safe dict, the SSE data).
+
+Background jobs (`@tool(background=True)` with `TOOLRUN_DURABLE=dbos`) outlive the run that started them,
+so their events come on the user's jobs stream (`GET /api/v1/jobs/events`), not a run's:
+
+```
+( JobProgress | JobFinished )*   (JobProgress: a running job changed; JobFinished: it ended, once)
+```
+
+Their `data()` is the job as `GET /api/v1/jobs/{id}` shows it (id, tool, status, progress, result, ...).
 """
 
 from __future__ import annotations
@@ -29,6 +38,9 @@ from typing import Any, ClassVar, TypeAlias
 
 __all__ = [
     "ConfirmationRequired",
+    "JobEvent",
+    "JobFinished",
+    "JobProgress",
     "RunError",
     "RunFinished",
     "RunStarted",
@@ -192,6 +204,33 @@ class RunError:
         return {"run_id": self.run_id, "code": self.code, "message": self.message}
 
 
+@dataclass(kw_only=True, slots=True)
+class JobProgress:
+    """A running background job changed: started, or reported progress (`ctx.report_progress`)."""
+
+    kind: ClassVar[str] = "job_progress"
+    job: dict[str, Any]
+    """The job as the API shows it (`status` is `running`)."""
+
+    def data(self) -> dict[str, Any]:
+        return dict(self.job)
+
+
+@dataclass(kw_only=True, slots=True)
+class JobFinished:
+    """A background job ended: `completed`, `failed` or `cancelled`, with its `result`."""
+
+    kind: ClassVar[str] = "job_finished"
+    job: dict[str, Any]
+    """The job as the API shows it."""
+
+    def data(self) -> dict[str, Any]:
+        return dict(self.job)
+
+
+JobEvent: TypeAlias = JobProgress | JobFinished
+"""What the jobs stream carries."""
+
 ServiceEvent: TypeAlias = (
     RunStarted
     | TextDelta
@@ -201,4 +240,6 @@ ServiceEvent: TypeAlias = (
     | ConfirmationRequired
     | RunFinished
     | RunError
+    | JobProgress
+    | JobFinished
 )

@@ -2,6 +2,8 @@
 
 from toolrun.server._events import (
     ConfirmationRequired,
+    JobFinished,
+    JobProgress,
     RunError,
     RunFinished,
     RunStarted,
@@ -13,6 +15,8 @@ from toolrun.server._events import (
 
 __all__ = [
     "ConfirmationRequired",
+    "JobFinished",
+    "JobProgress",
     "RunError",
     "RunFinished",
     "RunStarted",

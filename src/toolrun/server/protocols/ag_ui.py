@@ -53,6 +53,8 @@ from ag_ui.encoder import EventEncoder
 from toolrun.models import clean_text
 from toolrun.server._events import (
     ConfirmationRequired,
+    JobFinished,
+    JobProgress,
     RunError,
     RunFinished,
     RunStarted,
@@ -250,6 +252,9 @@ class AGUIEncoder:
         elif isinstance(event, ToolCallStarted):
             self._queue.append(event)
             frames.extend(self._pump())
+        elif isinstance(event, JobProgress | JobFinished):
+            # a background job's news (the jobs stream): a CUSTOM event named as toolrun's SSE event
+            frames.append(self._encode(CustomEvent(name=event.kind, value=event.data())))
         elif isinstance(event, ToolCallProgress):
             # AG-UI has no progress event of its own: a CUSTOM event, named, carrying the report
             frames.append(self._encode(CustomEvent(name="tool_call_progress", value=event.data())))

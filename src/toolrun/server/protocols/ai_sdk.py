@@ -27,6 +27,8 @@ from typing import Any
 from toolrun.models import clean_text
 from toolrun.server._events import (
     ConfirmationRequired,
+    JobFinished,
+    JobProgress,
     RunError,
     RunFinished,
     RunStarted,
@@ -224,6 +226,11 @@ class AISDKEncoder:
                     }
                 )
             )
+        elif isinstance(event, JobProgress | JobFinished):
+            # a background job's state (the jobs stream): a data part with the job's id, so a UI's part
+            # for the job is replaced by each newer state (not transient: the last state stays)
+            job = event.data()
+            frames.append(self._frame({"type": "data-job", "id": str(job.get("id")), "data": job}))
         elif isinstance(event, ToolCallProgress):
             # a transient data part (`onData` on the client), one id per call so a UI can update in place
             part = {

@@ -6,12 +6,24 @@ and cancels only their own jobs: another user's id answers 404, as an unknown on
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from toolrun.models import clean_text
 from toolrun.server._errors import PROBLEM_RESPONSES, not_found
+from toolrun.server._events import JobEvent, RunFinished
+from toolrun.server._job_events import job_events
 from toolrun.server.deps import CurrentUser
+from toolrun.server.protocols.ag_ui import AGUIEncoder
+from toolrun.server.protocols.ai_sdk import HEADERS as AI_SDK_HEADERS
+from toolrun.server.protocols.ai_sdk import AISDKEncoder
+from toolrun.server.sse import SSE_DOC
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"], responses=PROBLEM_RESPONSES)
 
@@ -27,6 +39,60 @@ async def list_jobs(request: Request, user: CurrentUser) -> dict[str, Any]:
     """The user's jobs, newest first: status, progress and (once finished) result."""
     jobs = _jobs(request)
     return {"jobs": [] if jobs is None else await jobs.list_jobs(user.user_id)}
+
+
+@router.get("/jobs/events", responses=SSE_DOC)
+async def job_stream(
+    request: Request,
+    user: CurrentUser,
+    protocol: Literal["toolrun", "ag-ui", "ai-sdk"] = Query(
+        "toolrun",
+        alias="format",
+        description="`toolrun` SSE (`job_progress`, `job_finished`), AG-UI, or the AI SDK message stream.",
+    ),
+    until_idle: bool = Query(False, description="End the stream once none of the user's jobs runs."),
+) -> Response:
+    """The user's background jobs as they change: first each recent job as it stands, then every change.
+
+    `toolrun`: SSE events `job_progress` (a running job started or reported progress) and `job_finished`
+    (it ended; once), data the job as `GET /api/v1/jobs/{id}` shows it. `ag-ui`: one run (thread `jobs`)
+    whose `CUSTOM` events carry the same names and data. `ai-sdk`: a UI message stream of `data-job`
+    parts, one id per job (a newer state replaces the older one).
+    """
+    events = job_events(_jobs(request), user.user_id, until_idle=until_idle)
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    if protocol == "toolrun":
+        return EventSourceResponse(_toolrun(events), ping=15, headers=headers)
+    if protocol == "ai-sdk":
+        headers = dict(AI_SDK_HEADERS)
+    return StreamingResponse(_frames(events, protocol), media_type="text/event-stream", headers=headers)
+
+
+async def _toolrun(events: AsyncIterator[JobEvent]) -> AsyncIterator[ServerSentEvent]:
+    n = 0
+    async for event in events:
+        n += 1
+        data = clean_text(json.dumps(event.data(), ensure_ascii=False, separators=(",", ":")))
+        yield ServerSentEvent(id=f"jobs:{n}", event=event.kind, data=data)
+
+
+async def _frames(events: AsyncIterator[JobEvent], protocol: str) -> AsyncIterator[str]:
+    """One AG-UI run, or one AI SDK message, carrying the job events; finished when the stream ends."""
+    run_id = f"jobs_{uuid.uuid4().hex}"
+    encoder: AGUIEncoder | AISDKEncoder
+    if protocol == "ag-ui":
+        encoder = AGUIEncoder(thread_id="jobs", run_id=run_id)
+        frames = encoder.run_started()
+    else:
+        encoder = AISDKEncoder(message_id=run_id)
+        frames = encoder.start()
+    for frame in frames:
+        yield frame
+    async for event in events:
+        for frame in encoder.feed(event):
+            yield frame
+    for frame in encoder.feed(RunFinished(run_id=run_id, response={"status": "completed"})):
+        yield frame
 
 
 @router.get("/jobs/{job_id}")

@@ -89,7 +89,15 @@ export async function postJSON(path, body) {
  * request is refused or never arrives, StreamCut when the answer breaks off midway.
  */
 export async function stream(path, body, onEvent) {
-  const response = await request("POST", path, body);
+  await readEvents(await request("POST", path, body), onEvent);
+}
+
+/** GET a stream of server-sent events (the jobs stream); as `stream`. */
+export async function streamGet(path, onEvent) {
+  await readEvents(await request("GET", path), onEvent);
+}
+
+async function readEvents(response, onEvent) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {

@@ -1,10 +1,11 @@
 // The page: sign in, conversations, chat with streaming text, tool and confirmation cards, the task list.
-import { ApiError, StreamCut, clearToken, getBlob, getJSON, getToken, postJSON, serverIsUp, setToken, stream } from "./api.js";
+import { ApiError, StreamCut, clearToken, del, getBlob, getJSON, getToken, postJSON, serverIsUp, setToken, stream, streamGet } from "./api.js";
 import {
   assistantBubble,
   confirmationCard,
   contentList,
   el,
+  jobCard,
   markFailed,
   markInterrupted,
   taskItem,
@@ -20,6 +21,8 @@ const state = {
   busy: false,
   cards: new Map(), // call id → tool card
   confirmations: new Map(), // confirmation id → confirmation card
+  jobs: new Map(), // job id → job card
+  watching: false, // the jobs stream is being read
 };
 
 // -- errors in plain words ---------------------------------------------------------------------------
@@ -134,6 +137,7 @@ function resetChat() {
   $("messages").replaceChildren();
   state.cards.clear();
   state.confirmations.clear();
+  state.jobs.clear();
   updateEmpty();
 }
 
@@ -178,6 +182,9 @@ async function openConversation(id) {
           card.finish({ status: "error", error: { code: found ? found[1] : "ERROR", message: found ? found[2] : m.content } });
         } else {
           card.finish({ status: "ok", result: value });
+          // a background job's start, as the model was told it: its card, loaded from the API
+          const started = typeof value === "string" ? /^Started background job (job_\w+) /.exec(value) : null;
+          addJobCard(started ? { job_id: started[1] } : value, card.card.dataset.tool, true);
         }
       }
     }
@@ -185,6 +192,43 @@ async function openConversation(id) {
   for (const pending of detail.pending || []) addConfirmation(pending);
   updateEmpty();
   scrollToEnd();
+}
+
+// -- background jobs -------------------------------------------------------------------------------------
+
+/** A job card after the call that started the job (its value is `{job_id, status}`), kept up to date. */
+function addJobCard(value, tool, load) {
+  if (!value || typeof value !== "object" || typeof value.job_id !== "string" || state.jobs.has(value.job_id)) return;
+  const card = jobCard(value.job_id, tool, (id) => del(`/api/v1/jobs/${encodeURIComponent(id)}`));
+  state.jobs.set(value.job_id, card);
+  $("messages").append(card.card);
+  if (load) {
+    getJSON(`/api/v1/jobs/${encodeURIComponent(value.job_id)}`)
+      .then((job) => card.update(job))
+      .catch(() => {});
+  }
+  watchJobs();
+}
+
+/** Read the jobs stream while a card shows a running job; reconnect after a cut. */
+async function watchJobs() {
+  if (state.watching) return;
+  state.watching = true;
+  try {
+    for (let wait = 500; [...state.jobs.values()].some((c) => c.card.dataset.status === "running"); wait = Math.min(wait * 2, 10000)) {
+      try {
+        await streamGet("/api/v1/jobs/events?until_idle=true", (name, job) => {
+          if (name === "job_progress" || name === "job_finished") state.jobs.get(job.id)?.update(job);
+        });
+        wait = 500;
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401) return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  } finally {
+    state.watching = false;
+  }
 }
 
 // -- a run's events --------------------------------------------------------------------------------------
@@ -238,6 +282,7 @@ function handlers(progress) {
       // A held call's result comes after the decision that let it run, not above it.
       if (waited) $("messages").append(card.card);
       if (data.content && data.content.length) card.card.append(contentList(data.content, getBlob));
+      if (data.status === "ok") addJobCard(data.result, data.tool, false);
       refreshTasks();
     } else if (name === "tool_call_progress") {
       const card = state.cards.get(data.call_id);

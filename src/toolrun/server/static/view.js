@@ -180,6 +180,83 @@ export function toolCard(callId, tool, args) {
   };
 }
 
+// -- background jobs ---------------------------------------------------------------------------------------
+
+const JOB_WORDS = {
+  running: "running…",
+  cancelling: "cancelling…",
+  completed: "done",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+/**
+ * A card for a background job (a long tool that goes on after the answer): its tool, where it stands
+ * (a progress bar and the tool's own words), a Cancel button while it runs, then its result.
+ * `update(job)` takes the job as the API shows it; `cancel(id)` asks the server to stop it.
+ */
+export function jobCard(jobId, tool, cancel) {
+  const status = el("span", { class: "status", "data-status": "running", text: JOB_WORDS.running });
+  const bar = el("progress", { class: "job-progress", "aria-label": `Progress of ${tool}` });
+  const words = el("p", { class: "job-words", role: "status" });
+  const body = el("div", { class: "card-body" });
+  const stop = el("button", { type: "button", class: "quiet cancel-job", text: "Cancel" });
+  const card = el(
+    "li",
+    { class: "card job", "data-job-id": jobId, "data-status": "running" },
+    el("div", { class: "card-head" }, el("span", { class: "job-label", text: "Background job" }), el("span", { class: "tool-name", text: tool }), status),
+    bar,
+    words,
+    el("div", { class: "actions" }, stop),
+    body,
+  );
+  stop.addEventListener("click", async () => {
+    stop.disabled = true;
+    status.dataset.status = "running";
+    status.textContent = JOB_WORDS.cancelling;
+    try {
+      await cancel(jobId);
+    } catch (error) {
+      stop.disabled = false;
+      status.textContent = JOB_WORDS.running;
+      words.textContent = `Could not cancel: ${error.message}`;
+    }
+  });
+  return {
+    card,
+    update(job) {
+      if (card.dataset.status !== "running") return; // an end is final
+      const progress = job.progress;
+      if (progress && typeof progress.progress === "number") {
+        if (typeof progress.total === "number" && progress.total > 0) {
+          bar.max = progress.total;
+          bar.value = Math.min(progress.progress, progress.total);
+        }
+        const share = typeof progress.total === "number" && progress.total > 0 ? `${progress.progress} of ${progress.total}` : `${progress.progress}`;
+        words.textContent = progress.message ? `${progress.message} (${share})` : share;
+      }
+      if (job.status === "running") return;
+      card.dataset.status = job.status;
+      status.dataset.status = job.status === "completed" ? "ok" : "error";
+      status.textContent = JOB_WORDS[job.status] || job.status;
+      bar.remove();
+      stop.parentElement.remove();
+      const result = job.result || {};
+      const error = result.error;
+      if (job.status === "cancelled") {
+        words.textContent = "Cancelled: it stopped before it finished (it may have done part of its work).";
+      } else if (error) {
+        words.textContent = "";
+        body.replaceChildren(el("p", { class: "result-label", text: "Error" }), el("p", { class: "result-error", text: error.message || error.code }));
+      } else {
+        words.textContent = "";
+        body.replaceChildren(el("p", { class: "result-label", text: "Result" }), resultView(result.value));
+      }
+      body.append(el("details", { class: "raw" }, el("summary", { text: "Raw JSON" }), el("pre", { class: "result", text: pretty(job) })));
+    },
+  };
+}
+
 /** What a tool returned beside JSON: text as text, images shown, files and links as links. Bytes are
  * fetched with the user's token (`loadBlob(url)`) and shown through blob: URLs. */
 export function contentList(items, loadBlob) {

@@ -1,0 +1,362 @@
+"""MCP Tasks on toolrun's server: the `io.modelcontextprotocol/tasks` extension (SEP-2663).
+
+Implemented revision: the extension's specification as published in `modelcontextprotocol/ext-tasks`
+(`specification/draft/tasks.md`, commit e434597), on the 2026-07-28 protocol. The official Python SDK
+carries the extension's reserved vocabulary (`resultType: "task"` passes its result sieve, a client can
+claim it) but no task runtime, so the runtime is here.
+
+What a client sees (section names are the specification's):
+
+- *Capability Negotiation*: the server lists the extension in `capabilities.extensions` (`server/discover`).
+  A `tools/call` of a `@tool(background=True)` tool whose request declares the extension in its `_meta`
+  client capabilities is answered with a `CreateTaskResult` (*Task Creation*: `resultType: "task"`, the
+  task's fields flat). The task exists before that answer is sent (the store has recorded it). A request
+  without the declaration is answered inline, as before: the server never needs a task to serve a call,
+  so it never answers `-32021` to a `tools/call`.
+- *Task Polling*: `tasks/get` → the `DetailedTask` (`resultType: "complete"`): `working` (with the tool's
+  latest progress as `statusMessage`), `completed` with the `CallToolResult` inlined as `result` (a
+  tool's failure included: `isError: true`), `failed` with a JSON-RPC `error` only when the call broke at
+  the protocol level, or `cancelled`. Every answer carries `pollIntervalMs` and `ttlMs`.
+- *Task Update Requests*: `tasks/update` is acknowledged for a known task; toolrun's background tools never
+  ask for input (a background tool cannot need a confirmation), so every response is for a key that is not
+  outstanding and is ignored, as the specification says a server should.
+- *Task Cancellation*: `tasks/cancel` is acknowledged (empty result); a running task is cancelled
+  (cooperatively: its tool is cancelled, and it ends `cancelled`); a finished one stays as it finished.
+- *Error Handling*: an unknown, expired, tampered or someone else's task id is `-32602` for each of the
+  three methods (the same answer, so a caller learns nothing about other callers' ids); a request to
+  `tasks/*` that does not declare the extension is `-32021` with the `requiredCapabilities` data.
+- *Security Considerations*: ids carry 128 random bits; every request is checked against the caller
+  (the principal's user id), and there is no `tasks/list`.
+
+Left out: `notifications/tasks` over `subscriptions/listen` (optional, *Task Status Notifications*); the
+`input_required` status (no toolrun tool asks for input from inside a task). 2025-11-25 connections get
+that revision's experimental tasks instead (`_tasks_legacy`), over the same stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from pydantic import Field
+
+from toolrun.results import ErrorCode, ToolResult
+from toolrun.runtime import ToolExecutor
+from toolrun.tools import ToolCall, ToolContext
+
+__all__ = [
+    "TASKS_EXTENSION",
+    "MemoryTaskStore",
+    "TaskIdParams",
+    "TaskStore",
+    "TaskUpdateParams",
+    "create_task_result",
+    "detailed_task",
+    "missing_capability",
+    "task_not_found",
+    "too_many_tasks",
+    "wants_tasks",
+]
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The extension's identifier (*Extension Identifier*)."""
+
+MAX_TASK_ID = 128
+"""Longer ids are not ours: refused before any store is asked."""
+
+_FINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class TaskStore(Protocol):
+    """Where MCP tasks run and are kept: `MemoryTaskStore` (this process), or a durable one such as
+    `toolrun.integrations.dbos.DurableTasks` (jobs that survive restarts).
+
+    A task is a mapping with `id`, `tool`, `status` (`running`, `completed`, `failed`, `cancelled`: a
+    `failed` task with a `result` is a tool that failed, which MCP reports as `completed` with
+    `isError`), `progress` (`{progress, total, message}` or None), `result` (a `ToolResult.to_dict()` or
+    None), `error` (a JSON-RPC error object for a call that broke, rarely), `created_at` and `updated_at`
+    (Unix seconds).
+    """
+
+    poll_interval: float
+    """Seconds a client is asked to wait between two `tasks/get` (`pollIntervalMs`)."""
+    ttl: float | None
+    """Seconds a task is kept from its creation (`ttlMs`); None: as long as the store keeps it."""
+
+    async def start(
+        self, call: ToolCall, context: ToolContext[Any], executor: ToolExecutor
+    ) -> Mapping[str, Any] | None:
+        """Record the task and start the call; the task, or None when the caller has too many running."""
+        ...
+
+    async def get(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:
+        """The caller's task; None when unknown, expired or someone else's."""
+        ...
+
+    async def cancel(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:
+        """Ask the caller's running task to stop; the task (as it now stands), or None as for `get`."""
+        ...
+
+    async def list_tasks(self, user_id: str) -> list[Mapping[str, Any]]:
+        """The caller's tasks, newest first (2025-11-25 `tasks/list`)."""
+        ...
+
+
+class MemoryTaskStore:
+    """Tasks in this process: each call runs as an asyncio task; records are kept `ttl` seconds.
+
+    Args:
+        poll_interval: Seconds between polls suggested to clients.
+        ttl: Seconds a task is kept after its creation (a running task is kept until it ends).
+        max_running_per_user: Running tasks one user may have; another call as a task is refused
+            (`RATE_LIMITED`).
+        clock: Wall-clock time (tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        poll_interval: float = 1.0,
+        ttl: float | None = 3600.0,
+        max_running_per_user: int = 5,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if poll_interval <= 0 or (ttl is not None and ttl <= 0) or max_running_per_user < 1:
+            raise ValueError("poll_interval and ttl must be positive, max_running_per_user at least 1.")
+        self.poll_interval = poll_interval
+        self.ttl = ttl
+        self.max_running_per_user = max_running_per_user
+        self._clock = clock
+        self._tasks: dict[str, dict[str, Any]] = {}
+        self._owners: dict[str, str] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}
+
+    async def start(
+        self, call: ToolCall, context: ToolContext[Any], executor: ToolExecutor
+    ) -> Mapping[str, Any] | None:
+        self._purge()
+        user = context.user_id or ""
+        running = sum(
+            1 for task_id, owner in self._owners.items() if owner == user and task_id in self._running
+        )
+        if running >= self.max_running_per_user:
+            return None
+        task_id = "task_" + secrets.token_hex(16)
+        now = self._clock()
+        record: dict[str, Any] = {
+            "id": task_id,
+            "tool": call.name,
+            "status": "running",
+            "progress": None,
+            "result": None,
+            "error": None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        self._tasks[task_id] = record
+        self._owners[task_id] = user
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            if record["status"] == "running":
+                record["progress"] = {"progress": progress, "total": total, "message": message}
+                record["updated_at"] = self._clock()
+
+        async def run() -> None:
+            try:
+                result = await executor.execute(call, context.evolve(progress=report))
+            except asyncio.CancelledError:
+                self._end(record, "cancelled", None)
+                raise
+            except Exception:  # the executor never raises; if it did, the call broke: a protocol fault
+                record["error"] = {"code": types.INTERNAL_ERROR, "message": "The tool call failed."}
+                self._end(record, "failed", None)
+            else:
+                self._end(record, "completed" if result.status == "ok" else "failed", result)
+            finally:
+                self._running.pop(task_id, None)
+
+        self._running[task_id] = asyncio.get_running_loop().create_task(run(), name=f"toolrun-mcp {task_id}")
+        return dict(record)
+
+    async def get(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:
+        self._purge()
+        if self._owners.get(task_id) != user_id:
+            return None
+        return dict(self._tasks[task_id])
+
+    async def cancel(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:
+        if self._owners.get(task_id) != user_id:
+            return None
+        running = self._running.get(task_id)
+        if running is not None:
+            running.cancel()
+            with contextlib.suppress(BaseException):
+                await running
+        record = self._tasks.get(task_id)  # as it stands now (not purged: the cancel was for a known task)
+        return dict(record) if record is not None else None
+
+    async def list_tasks(self, user_id: str) -> list[Mapping[str, Any]]:
+        self._purge()
+        mine = [dict(r) for task_id, r in self._tasks.items() if self._owners[task_id] == user_id]
+        return sorted(mine, key=lambda r: r["created_at"], reverse=True)
+
+    async def aclose(self) -> None:
+        """Cancel the tasks still running (the process is going away)."""
+        for running in list(self._running.values()):
+            running.cancel()
+        await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+    def _end(self, record: dict[str, Any], status: str, result: ToolResult | None) -> None:
+        if record["status"] != "running":
+            return
+        record["status"] = status
+        record["result"] = result.to_dict() if result is not None else None
+        record["updated_at"] = self._clock()
+
+    def _purge(self) -> None:
+        if self.ttl is None:
+            return
+        horizon = self._clock() - self.ttl
+        for task_id in [
+            task_id
+            for task_id, record in self._tasks.items()
+            if record["created_at"] < horizon and task_id not in self._running
+        ]:
+            del self._tasks[task_id]
+            del self._owners[task_id]
+
+
+# --------------------------------------------------------------------------------------------------------
+# Wire shapes
+
+
+class TaskIdParams(types.RequestParams):
+    """`tasks/get` and `tasks/cancel` params (*Task Polling*, *Task Cancellation*)."""
+
+    task_id: str = Field(alias="taskId")
+
+
+class TaskUpdateParams(TaskIdParams):
+    """`tasks/update` params (*Task Update Requests*)."""
+
+    input_responses: dict[str, Any] = Field(alias="inputResponses")
+
+
+def wants_tasks(params: Mapping[str, Any] | None) -> bool:
+    """Whether this request declares the extension in its own client capabilities (`_meta`): *Capability
+    Negotiation* — a `CreateTaskResult` only for requests that declare it, "regardless of prior
+    declarations"."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS_EXTENSION), Mapping)
+
+
+def missing_capability() -> MCPError:
+    """`-32021` for a `tasks/*` request that does not declare the extension (*Error Handling*)."""
+    return MCPError(
+        code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message="Missing required client capability",
+        data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+def task_not_found() -> MCPError:
+    """`-32602` for an id that is unknown, expired, malformed or another caller's (*Error Handling*)."""
+    return MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task not found")
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _status(record: Mapping[str, Any]) -> str:
+    """The MCP status of a stored task: a tool that failed is a `completed` task whose result has
+    `isError` (*Task Execution Errors*: `failed` is for JSON-RPC errors only)."""
+    status = str(record["status"])
+    if status == "running":
+        return "working"
+    if status == "failed" and record.get("result") is not None:
+        return "completed"
+    return status if status in _FINAL else "working"
+
+
+def _task_fields(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
+    """The `Task` fields (*Tasks*)."""
+    status = _status(record)
+    out: dict[str, Any] = {
+        "taskId": str(record["id"]),
+        "status": status,
+        "createdAt": _iso(float(record["created_at"])),
+        "lastUpdatedAt": _iso(float(record["updated_at"])),
+        "ttlMs": None if store.ttl is None else round(store.ttl * 1000),
+        "pollIntervalMs": max(1, round(store.poll_interval * 1000)),
+    }
+    message = _status_message(record, status)
+    if message:
+        out["statusMessage"] = message
+    return out
+
+
+def _status_message(record: Mapping[str, Any], status: str) -> str | None:
+    if status == "working":
+        progress = record.get("progress")
+        if not isinstance(progress, Mapping):
+            return f"{record['tool']} is running."
+        done, total = progress.get("progress"), progress.get("total")
+        counted = f"{done:g}/{total:g}" if isinstance(total, int | float) else f"{done}"
+        note = progress.get("message")
+        return f"{note} ({counted})" if note else f"Progress {counted}."
+    if status == "cancelled":
+        return "The task was cancelled; its tool may have done part of its work."
+    return None
+
+
+def create_task_result(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
+    """The `CreateTaskResult` answering a `tools/call` (*Task Creation*: `resultType: "task"`)."""
+    return {"resultType": "task", **_task_fields(record, store)}
+
+
+async def detailed_task(
+    record: Mapping[str, Any], store: TaskStore, render: Callable[[ToolResult], dict[str, Any]]
+) -> dict[str, Any]:
+    """The `GetTaskResult` (*Task Polling*: `DetailedTask`, `resultType: "complete"`): the final
+    `CallToolResult` inlined when completed (`render` writes it), the JSON-RPC error when failed."""
+    out: dict[str, Any] = {"resultType": "complete", **_task_fields(record, store)}
+    status = out["status"]
+    data = record.get("result")
+    if status == "completed" and isinstance(data, Mapping):
+        out["result"] = render(ToolResult.from_dict(dict(data)))
+    elif status == "completed":  # recorded without a result: say so rather than invent one
+        out["result"] = {"content": [{"type": "text", "text": "(no result)"}], "isError": True}
+    elif status == "failed":
+        error = record.get("error")
+        out["error"] = (
+            dict(error)
+            if isinstance(error, Mapping)
+            else {"code": types.INTERNAL_ERROR, "message": "The task failed."}
+        )
+        out["statusMessage"] = str(out["error"].get("message", "The task failed."))
+    return out
+
+
+def too_many_tasks(call: ToolCall, store: TaskStore) -> ToolResult:
+    """The tool error for a call refused because the caller has too many tasks running."""
+    from toolrun.runtime import _errors
+
+    limit = getattr(store, "max_running_per_user", None)
+    return _errors.fail(
+        call.id,
+        call.name,
+        ErrorCode.RATE_LIMITED,
+        "Too many background tasks are running for this user" + (f" (at most {limit})." if limit else "."),
+        retryable=True,
+        recover_action="Wait for a task to finish, then call the tool again.",
+    )

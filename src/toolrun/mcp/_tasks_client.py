@@ -1,0 +1,161 @@
+"""MCP Tasks on the client side: a remote tool answered with a task is waited for (SEP-2663).
+
+The official SDK lets a client extension claim an extra result shape of `tools/call` and finish it; this
+is that extension for `io.modelcontextprotocol/tasks` (the ext-tasks specification, `tasks.md`, commit
+e434597; protocol 2026-07-28). With it in `mcp.Client(extensions=[...])`, every request declares the
+extension (*Capability Negotiation*), and a `CreateTaskResult` (`resultType: "task"`) is resolved here:
+
+- *Task Polling*: `tasks/get` every `pollIntervalMs` (the server's suggestion, as last given; bounded
+  between `min_poll_interval` and `max_poll_interval`) until the task is terminal;
+- `completed` → its inlined `CallToolResult` (an `isError` one included); `failed` → the task's JSON-RPC
+  error raised as `MCPError`; `cancelled` → an `isError` result saying so; `input_required` → the task
+  is cancelled and the answer is an `isError` result (a toolrun client has no one to ask mid-task);
+- *Task Cancellation*: when the wait is cancelled (the caller's timeout), `tasks/cancel` is sent before
+  the cancellation goes on (bounded by `cancel_timeout`); a client may forget the task then.
+
+`tasks/*` requests name the task in `Mcp-Name` on Streamable HTTP (*Streamable HTTP: Routing Headers*).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import anyio
+import mcp_types as types
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict
+
+from toolrun.mcp._tasks import TASKS_EXTENSION, TaskIdParams
+
+__all__ = ["CancelTaskRequest", "CreateTaskResult", "GetTaskRequest", "TasksExtension"]
+
+
+class _Answer(BaseModel):
+    """A `tasks/*` answer as sent (every wire field kept)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def fields(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class CreateTaskResult(types.Result):
+    """A `tools/call` answered with a task (*Task Creation*: `Result & Task`, flat)."""
+
+    result_type: Literal["task"] = "task"
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+
+
+class GetTaskRequest(types.Request[TaskIdParams, Literal["tasks/get"]]):
+    """`tasks/get` (*Task Polling*)."""
+
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskIdParams
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class CancelTaskRequest(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
+    """`tasks/cancel` (*Task Cancellation*)."""
+
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskIdParams
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class TasksExtension(ClientExtension):
+    """The client side of MCP Tasks: declare the extension, and wait for the tasks servers answer with.
+
+    Args:
+        min_poll_interval: Seconds; the shortest wait between polls, whatever the server suggests.
+        max_poll_interval: Seconds; the longest wait between polls.
+        default_poll_interval: Seconds, when the server suggests nothing.
+        cancel_timeout: Seconds given to `tasks/cancel` when the wait is cancelled.
+    """
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(
+        self,
+        *,
+        min_poll_interval: float = 0.01,
+        max_poll_interval: float = 30.0,
+        default_poll_interval: float = 1.0,
+        cancel_timeout: float = 5.0,
+    ) -> None:
+        self.min_poll_interval = min_poll_interval
+        self.max_poll_interval = max_poll_interval
+        self.default_poll_interval = default_poll_interval
+        self.cancel_timeout = cancel_timeout
+
+    def claims(self) -> Sequence[ResultClaim[Any]]:
+        return (ResultClaim(result_type="task", model=CreateTaskResult, resolve=self.wait),)
+
+    async def wait(self, created: CreateTaskResult, ctx: ClaimContext) -> types.CallToolResult:
+        """Poll the task until it ends; its `CallToolResult` (see the module docstring)."""
+        session, task_id = ctx.session, created.task_id
+        interval = created.poll_interval_ms
+        settled = False
+        try:
+            while True:
+                await anyio.sleep(self._seconds(interval))
+                answer = await session.send_request(
+                    GetTaskRequest(params=TaskIdParams(task_id=task_id)),
+                    _Answer,
+                    request_read_timeout_seconds=ctx.read_timeout_seconds,
+                )
+                got = answer.fields()
+                if got.get("taskId") != task_id:
+                    raise MCPError(code=types.INVALID_PARAMS, message="tasks/get answered for another task")
+                if isinstance(got.get("pollIntervalMs"), int):
+                    interval = got["pollIntervalMs"]
+                status = got.get("status")
+                if status == "completed":
+                    settled = True
+                    return types.CallToolResult.model_validate(got.get("result") or {}, by_name=False)
+                if status == "failed":
+                    settled = True
+                    raw_error = got.get("error")
+                    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+                    raise MCPError(
+                        code=int(error.get("code", types.INTERNAL_ERROR)),
+                        message=str(error.get("message") or got.get("statusMessage") or "The task failed."),
+                        data=error.get("data"),
+                    )
+                if status == "cancelled":
+                    settled = True
+                    return _error_result(
+                        f"The remote task {ctx.tool_name!r} was cancelled before it finished."
+                    )
+                if status == "input_required":
+                    return _error_result(
+                        f"The remote task {ctx.tool_name!r} asked for input this client cannot give; it was "
+                        "cancelled."
+                    )
+        finally:
+            if not settled:  # cancelled, timed out, gave up or broke: the server may stop the work
+                await self._cancel(session, task_id)
+
+    async def _cancel(self, session: Any, task_id: str) -> None:
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(self.cancel_timeout),
+            contextlib.suppress(Exception),
+        ):
+            await session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), _Answer)
+
+    def _seconds(self, interval_ms: int | None) -> float:
+        seconds = interval_ms / 1000 if interval_ms is not None else self.default_poll_interval
+        return min(max(seconds, self.min_poll_interval), self.max_poll_interval)
+
+
+def _error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
