@@ -186,6 +186,10 @@ def _kinds(word: str) -> frozenset[str]:
 
 
 _LINKS = frozenset({"in", "into", "to", "as"})
+_VALUE_WORDS = frozenset(
+    form for word in SYNONYMS if _kinds(word) for form in (word, word + "s", word + "es")
+)
+"""The currencies and units of the lexicon, singular and plural (a quick test before `_kinds`)."""
 
 
 def _analyse(text: str) -> tuple[list[str], frozenset[str]]:
@@ -200,13 +204,14 @@ def _analyse(text: str) -> tuple[list[str], frozenset[str]]:
     terms = list(dict.fromkeys(w for w in words if w not in _STOP_WORDS and not w.isdigit()))[:MAX_TERMS]
     values: set[str] = set()
     conversion: list[str] = []
-    for i, word in enumerate(words):
-        if word.isdigit():
-            values.update(w for w in words[i + 1 : i + 3] if not w.isdigit() and _kinds(w))
-        elif word in _LINKS and i > 0 and not conversion and (first := _kinds(words[i - 1])):
-            for second in words[i + 1 : i + 3]:
-                kinds = first & _kinds(second)
-                if kinds and second != words[i - 1]:
+    for i in [i for i, word in enumerate(words) if word in _VALUE_WORDS]:  # most texts have none
+        word = words[i]
+        if (i > 0 and words[i - 1].isdigit()) or (i > 1 and words[i - 2].isdigit()):
+            values.add(word)
+        if not conversion and words[i + 1 : i + 2] and words[i + 1] in _LINKS:
+            for second in words[i + 2 : i + 4]:
+                kinds = _kinds(word) & _kinds(second)
+                if kinds and second != word:
                     conversion = [w for w in ("convert", *sorted(kinds)) if w not in terms]
                     break
     if conversion:
@@ -214,28 +219,31 @@ def _analyse(text: str) -> tuple[list[str], frozenset[str]]:
     return terms, frozenset(values)
 
 
-def _derivation_table() -> tuple[re.Pattern[str], dict[str, tuple[str, ...]]]:
-    """One pattern for every suffix of `_DERIVATIONS` (longest first), and what each one is replaced by."""
+def _derivation_table() -> dict[str, tuple[str, ...]]:
+    """Every suffix of `_DERIVATIONS` -> what it is replaced by (both ways but for an empty suffix)."""
     table: dict[str, tuple[str, ...]] = {}
     for long, short in _DERIVATIONS:
         table[long] = (*table.get(long, ()), short)
         if short:
             table[short] = (*table.get(short, ()), long)
-    pattern = "|".join(sorted(table, key=len, reverse=True))
-    return re.compile(f"(?<=...)(?:{pattern})$"), table
+    return table
 
 
-_DERIVATION_SUFFIX, _DERIVATION_TABLE = _derivation_table()
+_DERIVATION_TABLE = _derivation_table()
+_SUFFIX_LENGTHS = sorted({len(suffix) for suffix in _DERIVATION_TABLE}, reverse=True)
 
 
 def _derived(word: str) -> list[str]:
-    """Derived forms of `word` by `_DERIVATIONS`, its longest matching suffix replaced (most are words of
-    no tool: harmless). One pattern search per word: this runs for every word of every query."""
-    match = _DERIVATION_SUFFIX.search(word)
-    if match is None:
-        return []
-    stem = word[: match.start()]
-    return [stem + other for other in _DERIVATION_TABLE[match.group()]]
+    """Derived forms of `word` by `_DERIVATIONS`, its longest matching suffix (with at least three letters
+    before it) replaced; most are words of no tool, harmless. A few dictionary lookups per word: this runs
+    for every word of every query."""
+    for length in _SUFFIX_LENGTHS:
+        if len(word) > length + 2:
+            others = _DERIVATION_TABLE.get(word[len(word) - length :])
+            if others is not None:
+                stem = word[: len(word) - length]
+                return [stem + other for other in others]
+    return []
 
 
 def query_terms(query: str) -> list[str]:
@@ -402,18 +410,30 @@ class _Bm25s:
         self._terms = np.array(terms, dtype=np.int64)
         self._shares = np.array(shares, dtype=np.float64)
         self._words = np.array(bounds, dtype=np.int64)
+        # The stems of the derived forms of the tools' own words, worked out once: most words of a query
+        # are words of some tool, so a query rarely derives a word itself.
+        known = sorted({w for t in tools for text in _fields(t) for w in _words(text)})
+        self._forms = self._derive(known)
+
+    def _derive(self, words: Sequence[str]) -> dict[str, list[str]]:
+        """Each word -> the stems of its derived forms (`_derived`) that some tool has."""
+        forms = [_derived(word) for word in words]
+        with self._lock:
+            stems = iter(self._stemmer.stemWords([form for found in forms for form in found]))
+        derived = [[next(stems) for _ in found] for found in forms]
+        return {w: [s for s in d if s in self._ids] for w, d in zip(words, derived, strict=True)}
 
     def rank(
         self, queries: Sequence[list[str]], limit: int, values: Sequence[frozenset[str]] = ()
     ) -> list[list[tuple[int, float]]]:
         np = self._np
         values = list(values) or [frozenset()] * len(queries)
-        forms = [[form for word in terms for form in _derived(word)] for terms in queries]
-        with self._lock:  # one call for all the words: a call costs more than a word
-            flat = self._stemmer.stemWords([w for words in (*queries, *forms) for w in words])
-        stems = iter(flat)
-        stemmed = [[next(stems) for _ in terms] for terms in queries]
-        derived = [[next(stems) for _ in words] for words in forms]
+        with self._lock:
+            stemmed = [self._stemmer.stemWords(terms) for terms in queries]
+        known = self._forms
+        new = {w for terms in queries for w in terms if w not in known}
+        unknown = self._derive(sorted(new)) if new else {}
+        derived = [[s for w in terms for s in (known[w] if w in known else unknown[w])] for terms in queries]
         ids: list[list[int]] = []
         weights: list[list[float]] = []
         for terms, stems_, variants, given in zip(queries, stemmed, derived, values, strict=True):
