@@ -242,3 +242,57 @@ async def test_a_shown_edit_changed_afterwards_is_shown_again_not_run(archiver: 
         assert isinstance(fresh, types.InputRequiredResult)
     assert archiver.archived == []
     assert len(await pending(archiver)) == 1
+
+
+# ------------------------------------------------------------------------------------------------------
+# The service's own task tools, over Streamable HTTP, with each user's bearer token
+
+
+@pytest.mark.slow
+@both
+async def test_the_service_edits_a_delete_over_http(tmp_path: Any, mode: str) -> None:
+    """`toolrun serve`'s /mcp: the person changes which task to delete; the form then shows the preview of
+    the other task, written from the store, and only that task is deleted. Another user's task id, typed
+    into the form, is previewed as missing and deletes nothing."""
+    from mcp_helpers import http_transport, serving
+
+    from toolrun.cli import create_service_app
+    from toolrun.server import Settings
+    from toolrun.server.migrate import upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
+    await upgrade(url)
+    settings = Settings(_env_file=None, database_url=url, data_dir=tmp_path / "data")  # type: ignore[call-arg]
+    app = create_service_app(settings)
+    users = app.state.toolrun.users
+    _, ada = await users.add("ada")
+    _, bob = await users.add("bob")
+    async with serving(app) as base:
+        async with Client(http_transport(f"{base}/mcp", bob), elicitation_callback=person()) as client:
+            theirs = (await client.call_tool("create_task", {"title": "Bob's secret"})).structured_content
+        async with Client(http_transport(f"{base}/mcp", ada), elicitation_callback=person()) as client:
+            first = (await client.call_tool("create_task", {"title": "Renew passport"})).structured_content
+            second = (await client.call_tool("create_task", {"title": "Buy milk"})).structured_content
+        assert first and second and theirs
+        edit = {"approve": True, "arg.task_id": second["id"]}
+        callback = person(edit, edit)
+        async with Client(
+            http_transport(f"{base}/mcp", ada), mode=mode, elicitation_callback=callback
+        ) as client:
+            deleted = await client.call_tool("delete_task", {"task_id": first["id"]})
+            left = await client.call_tool("query_tasks", {})
+        stolen = {"approve": True, "arg.task_id": theirs["id"]}
+        grab = person(stolen, stolen)
+        async with Client(http_transport(f"{base}/mcp", ada), mode=mode, elicitation_callback=grab) as client:
+            refused = await client.call_tool("delete_task", {"task_id": first["id"]})
+        async with Client(http_transport(f"{base}/mcp", bob), elicitation_callback=person()) as client:
+            bobs = await client.call_tool("query_tasks", {})
+    asked_first, asked_second = callback.asked
+    assert "Renew passport" in asked_first.message and "Buy milk" not in asked_first.message
+    assert "Allow this action? Delete the task 'Buy milk' (no due date)" in asked_second.message
+    assert not deleted.is_error, text(deleted)
+    assert "The user changed the arguments before approving" in text(deleted)
+    assert "Renew passport" in text(left) and "Buy milk" not in text(left)
+    assert "Bob's secret" not in grab.asked[1].message  # another user's task: never shown
+    assert refused.is_error
+    assert "Bob's secret" in text(bobs)
