@@ -299,7 +299,11 @@ def test_values_conversions_and_derived_forms() -> None:
     """The parts of the lexicon rules: currencies and units written after a number are values; a value in
     another of its kind asks for a conversion; derived forms the stemmer leaves apart are searched too."""
     analyse = toolrun.search._analyse
-    assert analyse("Convert 100 euros and 5,000.50 Japanese yen; 3 cups of flour")[1] == {"euros", "yen", "cups"}
+    assert analyse("Convert 100 euros and 5,000.50 Japanese yen; 3 cups of flour")[1] == {
+        "euros",
+        "yen",
+        "cups",
+    }
     assert analyse("the euro in 2024, 3 apples")[1] == frozenset()
     assert analyse("What is 100 EUR in USD?") == (["eur", "usd", "convert", "currency"], {"eur"})
     assert analyse("26 miles to km")[0] == ["miles", "km", "convert", "unit"]
