@@ -296,3 +296,26 @@ async def test_the_service_edits_a_delete_over_http(tmp_path: Any, mode: str) ->
     assert "Bob's secret" not in grab.asked[1].message  # another user's task: never shown
     assert refused.is_error
     assert "Bob's secret" in text(bobs)
+
+
+@both
+async def test_the_held_value_written_otherwise_is_no_edit(archiver: Archiver, mode: str) -> None:
+    """A form that sends 7.0 for the integer 7 changes nothing once validated: approved as held, asked
+    once, never looping. ("7", a string, is the tool's to refuse: asked again with its error.)"""
+    callback = person({"approve": True, "arg.days": 7.0})
+    async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("archive_task", {"task_id": "t1"})
+    assert not result.is_error, text(result)
+    assert len(callback.asked) == 1
+    assert archiver.archived == [("t1", 7, [])]
+    assert "changed the arguments" not in text(result)
+
+
+@both
+async def test_an_edit_written_otherwise_the_second_time_runs_as_shown(archiver: Archiver, mode: str) -> None:
+    callback = person({"approve": True, "arg.days": 3}, {"approve": True, "arg.days": 3.0})
+    async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("archive_task", {"task_id": "t1"})
+    assert not result.is_error, text(result)
+    assert len(callback.asked) == 2
+    assert archiver.archived == [("t1", 3, [])]

@@ -314,6 +314,8 @@ async def converse(
                 return checked  # expired, used, someone else's: nothing to ask any more
             note = f"Your change was not accepted: {checked.error.message}"
             continue
+        if dict(checked.value["arguments"]) == arguments:  # what was shown, written otherwise ("3" for 3)
+            return await executor.approve(confirmation_id, context, arguments=edited)
         edited = arguments = dict(checked.value["arguments"])
         shown, note = edited_note(checked.value)
     return await too_many_rounds(executor, confirmation_id, context, tool.name)
@@ -371,8 +373,13 @@ async def settle_round(
     checked = await executor.preview_edit(confirmation_id, context, wanted)
     if checked.status == "ok":
         arguments = dict(checked.value["arguments"])
+        if not checked.value["changes"]:  # the call as held, written otherwise ("7" for 7)
+            return await executor.approve(confirmation_id, context)
+        validated = sealer.arguments_hash(arguments)
+        if hmac.compare_digest(str(claims.get("x", "")), validated):  # the edit shown, written otherwise
+            return await executor.approve(confirmation_id, context, arguments=arguments)
+        edit_hash: str | None = validated
         shown, note = edited_note(checked.value)
-        edit_hash: str | None = sealer.arguments_hash(arguments)
     elif (
         checked.error is not None and checked.error.code == ErrorCode.INVALID_ARGUMENTS and record is not None
     ):
