@@ -22,8 +22,12 @@ Two engines rank, the same way up to their stemmers and BM25 variants:
   query's `FEEDBACK_DOCS` best tools, and that the query lacks, are searched too, `FEEDBACK_TERMS` of them
   with a small weight in all (`FEEDBACK_WEIGHT`), in the tools that share a word with the query: of the
   tools that match "convert money", one that also speaks of currencies and exchange rates, as the best
-  matches do, moves up. It scores every sentence of a question in one pass, feedback included: well under a
-  millisecond for a question of a page over a couple of thousand tools.
+  matches do, moves up. A small lexicon closes the commonest vocabulary gaps between a question and a
+  tool doc: a currency's or a unit's name also searches "currency" or "unit" (`SYNONYMS`); written after a
+  number it is a value, weighed less (`VALUE_WEIGHT`); a value asked in another of its kind ("100 euro in
+  USD") searches "convert" and the kind; derived forms the stemmer leaves apart ("conversion" / "convert",
+  `_DERIVATIONS`) are searched too. It scores every sentence of a question in one pass, feedback included:
+  well under a millisecond for a question of a page over a couple of thousand tools.
 * ``"fts5"``: SQLite's FTS5 full-text engine (in the standard library: no extra dependency) with its
   `bm25()` column weights and the Porter stemmer, without feedback. Its cost grows with the number of
   tools sharing a word with the question: a few milliseconds for a long question over a couple of thousand
@@ -94,7 +98,8 @@ _SYNONYM_CLASSES = (
     ),
     (
         "kilometer kilometre km mile meter metre centimeter millimeter inch foot feet yard gallon liter "
-        "litre ounce pint quart cup tablespoon teaspoon kilogram kg gram celsius fahrenheit kelvin",
+        "litre ounce pint quart cup tablespoon teaspoon kilogram kg gram celsius fahrenheit kelvin pound lb "
+        "lbs oz mi ft cm mm ml kmh mph ton tonne stone acre hectare",
         "unit",
     ),
     ("wind humidity rain snow precipitation", "weather"),
@@ -104,13 +109,49 @@ _SYNONYM_CLASSES = (
     ("cost costs", "price pricing"),
     ("odds chance", "probability"),
 )
-SYNONYMS: Mapping[str, tuple[str, ...]] = {
-    word: tuple(extra.split()) for words, extra in _SYNONYM_CLASSES for word in words.split()
-}
+
+
+def _lexicon(classes: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """Each word of a class -> the general words of every class it is in ("pound": currency and unit)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for words, extra in classes:
+        for word in words.split():
+            out[word] = tuple(dict.fromkeys((*out.get(word, ()), *extra.split())))
+    return out
+
+
+SYNONYMS: Mapping[str, tuple[str, ...]] = _lexicon(_SYNONYM_CLASSES)
 """bm25s: a small lexicon of general vocabulary a question uses where tool docs use a more general word (a
 currency's name for "currency", a unit's for "unit"). A query word found here also searches its words,
 each weighing `SYNONYM_WEIGHT` (a query's own stems weigh 1)."""
 SYNONYM_WEIGHT = 0.5
+SYNONYM_CAP = 1.0
+"""bm25s: a lexicon word searched on behalf of several query words ("5000 yen into dollars": "currency" twice)
+weighs `SYNONYM_WEIGHT` for each of them, up to this (a query word's own weight)."""
+VALUE_WEIGHT = 0.5
+"""bm25s: the weight of a currency or a unit written after a number ("100 euro", "15 km"): a value the tool
+is given, like the number itself, more than what the tool does; its general word ("currency", "unit")
+carries the request. A query's other words weigh 1."""
+DERIVED_WEIGHT = 0.7
+"""bm25s: the weight of a derived form of a query word that its stem does not reach ("conversion" for
+"convert", "solution" for "solve", `_DERIVATIONS`)."""
+_DERIVATIONS = (
+    ("version", "vert"),
+    ("duction", "duce"),
+    ("scription", "scribe"),
+    ("ception", "ceive"),
+    ("sition", "se"),
+    ("lysis", "lyze"),
+    ("lysis", "lyse"),
+    ("ution", "ve"),
+    ("ication", "y"),
+    ("ic", "y"),
+    ("ment", ""),
+)
+"""Suffix pairs of English derivation that the Snowball stemmer leaves apart (it stems "conversion" to
+"convers", "convert" to "convert"): a query word ending in one also searches the word ending in the other,
+both ways (one way for an empty suffix: "payment" → "pay")."""
+_VALUE_CLASSES = frozenset({"currency", "unit"})
 _MAX_SCHEMA_DEPTH = 4
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -134,6 +175,75 @@ def _words(text: str) -> list[str]:
     """Lower-cased words of `text`, names split, without stop words and bare numbers."""
     words = (w.lower() for w in _WORD.findall(split_name(text)))
     return [w for w in words if w not in _STOP_WORDS and not w.isdigit()]
+
+
+def _kinds(word: str) -> frozenset[str]:
+    """The value classes of a lower-cased word ("currency", "unit"), singular or plural."""
+    for singular in (word, word[:-1] if word.endswith("s") else "", word[:-2] if word.endswith("es") else ""):
+        if singular in SYNONYMS:
+            return _VALUE_CLASSES.intersection(SYNONYMS[singular])
+    return frozenset()
+
+
+_LINKS = frozenset({"in", "into", "to", "as"})
+_VALUE_WORDS = frozenset(
+    form for word in SYNONYMS if _kinds(word) for form in (word, word + "s", word + "es")
+)
+"""The currencies and units of the lexicon, singular and plural (a quick test before `_kinds`)."""
+
+
+def _analyse(text: str) -> tuple[list[str], frozenset[str]]:
+    """A sentence's search terms and its values, from one pass over its words.
+
+    Terms: `query_terms`, and the words of a conversion the sentence asks without them: "100 euro in USD",
+    "26 miles to km" ask to convert a value into another of its kind, so "convert" and the kind both words
+    share ("pounds to yen": "currency", "pounds in kg": "unit") are searched too. Values: the currencies and
+    units written after a number ("100 euro", "5000 Japanese yen"), lower case.
+    """
+    words = [w.lower() for w in _WORD.findall(split_name(text))]
+    terms = list(dict.fromkeys(w for w in words if w not in _STOP_WORDS and not w.isdigit()))[:MAX_TERMS]
+    values: set[str] = set()
+    conversion: list[str] = []
+    for i in [i for i, word in enumerate(words) if word in _VALUE_WORDS]:  # most texts have none
+        word = words[i]
+        if (i > 0 and words[i - 1].isdigit()) or (i > 1 and words[i - 2].isdigit()):
+            values.add(word)
+        if not conversion and words[i + 1 : i + 2] and words[i + 1] in _LINKS:
+            for second in words[i + 2 : i + 4]:
+                kinds = _kinds(word) & _kinds(second)
+                if kinds and second != word:
+                    conversion = [w for w in ("convert", *sorted(kinds)) if w not in terms]
+                    break
+    if conversion:
+        terms = [*terms[: MAX_TERMS - len(conversion)], *conversion]
+    return terms, frozenset(values)
+
+
+def _derivation_table() -> dict[str, tuple[str, ...]]:
+    """Every suffix of `_DERIVATIONS` -> what it is replaced by (both ways but for an empty suffix)."""
+    table: dict[str, tuple[str, ...]] = {}
+    for long, short in _DERIVATIONS:
+        table[long] = (*table.get(long, ()), short)
+        if short:
+            table[short] = (*table.get(short, ()), long)
+    return table
+
+
+_DERIVATION_TABLE = _derivation_table()
+_SUFFIX_LENGTHS = sorted({len(suffix) for suffix in _DERIVATION_TABLE}, reverse=True)
+
+
+def _derived(word: str) -> list[str]:
+    """Derived forms of `word` by `_DERIVATIONS`, its longest matching suffix (with at least three letters
+    before it) replaced; most are words of no tool, harmless. A few dictionary lookups per word: this runs
+    for every word of every query."""
+    for length in _SUFFIX_LENGTHS:
+        if len(word) > length + 2:
+            others = _DERIVATION_TABLE.get(word[len(word) - length :])
+            if others is not None:
+                stem = word[: len(word) - length]
+                return [stem + other for other in others]
+    return []
 
 
 def query_terms(query: str) -> list[str]:
@@ -190,8 +300,12 @@ class SearchHit:
 
 
 class _Ranker(Protocol):
-    def rank(self, queries: Sequence[list[str]], limit: int) -> list[list[tuple[int, float]]]:
-        """For each query (its terms), up to `limit` (tool position, score) pairs, best first, score > 0."""
+    def rank(
+        self, queries: Sequence[list[str]], limit: int, values: Sequence[frozenset[str]] = ()
+    ) -> list[list[tuple[int, float]]]:
+        """For each query (its terms), up to `limit` (tool position, score) pairs, best first, score > 0.
+        `values`: per query, its terms written as values after a number (`_analyse`); an engine may weigh
+        them less."""
         ...
 
     def close(self) -> None: ...
@@ -225,7 +339,9 @@ class _Fts5:
             "ORDER BY bm25(tools, ?, ?, ?) LIMIT ?"
         )
 
-    def rank(self, queries: Sequence[list[str]], limit: int) -> list[list[tuple[int, float]]]:
+    def rank(
+        self, queries: Sequence[list[str]], limit: int, values: Sequence[frozenset[str]] = ()
+    ) -> list[list[tuple[int, float]]]:
         out = []
         with self._lock:
             for terms in queries:
@@ -294,27 +410,46 @@ class _Bm25s:
         self._terms = np.array(terms, dtype=np.int64)
         self._shares = np.array(shares, dtype=np.float64)
         self._words = np.array(bounds, dtype=np.int64)
+        # The stems of the derived forms of the tools' own words, worked out once: most words of a query
+        # are words of some tool, so a query rarely derives a word itself.
+        known = sorted({w for t in tools for text in _fields(t) for w in _words(text)})
+        self._forms = self._derive(known)
 
-    def rank(self, queries: Sequence[list[str]], limit: int) -> list[list[tuple[int, float]]]:
-        np = self._np
+    def _derive(self, words: Sequence[str]) -> dict[str, list[str]]:
+        """Each word -> the stems of its derived forms (`_derived`) that some tool has."""
+        forms = [_derived(word) for word in words]
         with self._lock:
-            stemmed = [set(self._stemmer.stemWords(terms)) for terms in queries]
-        ids = [[self._ids[stem] for stem in stems if stem in self._ids] for stems in stemmed]
+            stems = iter(self._stemmer.stemWords([form for found in forms for form in found]))
+        derived = [[next(stems) for _ in found] for found in forms]
+        return {w: [s for s in d if s in self._ids] for w, d in zip(words, derived, strict=True)}
+
+    def rank(
+        self, queries: Sequence[list[str]], limit: int, values: Sequence[frozenset[str]] = ()
+    ) -> list[list[tuple[int, float]]]:
+        np = self._np
+        values = list(values) or [frozenset()] * len(queries)
+        with self._lock:
+            stemmed = [self._stemmer.stemWords(terms) for terms in queries]
+        known = self._forms
+        new = {w for terms in queries for w in terms if w not in known}
+        unknown = self._derive(sorted(new)) if new else {}
+        derived = [[s for w in terms for s in (known[w] if w in known else unknown[w])] for terms in queries]
+        ids: list[list[int]] = []
+        weights: list[list[float]] = []
+        for terms, stems_, variants, given in zip(queries, stemmed, derived, values, strict=True):
+            weighed = self._weigh(terms, stems_, variants, given)
+            found = [stem for stem in weighed if stem in self._ids]
+            ids.append([self._ids[stem] for stem in found])
+            weights.append([weighed[stem] for stem in found])
         if not any(ids):
             return [[] for _ in queries]
-        weights = [[1.0] * len(row) for row in ids]
-        if SYNONYM_WEIGHT > 0:
-            for stems, row, row_weights in zip(stemmed, ids, weights, strict=True):
-                extra = {s for stem in stems for s in self._synonyms.get(stem, ()) if s not in stems}
-                found = [self._ids[s] for s in sorted(extra) if s in self._ids]
-                row += found
-                row_weights += [SYNONYM_WEIGHT] * len(found)
+        stemmed_sets = [set(stems) for stems in stemmed]
         owners = np.repeat(np.arange(len(queries)), [len(row) for row in ids])
         terms = np.fromiter((i for row in ids for i in row), np.int64, len(owners))
         weight = np.fromiter((w for row in weights for w in row), np.float64, len(owners))
         matrix = self._sum(owners, terms, weight, len(queries))
         if FEEDBACK_DOCS > 0 and FEEDBACK_TERMS > 0 and FEEDBACK_WEIGHT > 0:
-            matrix += self._feedback(matrix, owners, terms, [len(stems) for stems in stemmed])
+            matrix += self._feedback(matrix, owners, terms, [len(stems) for stems in stemmed_sets])
         limit = min(limit, self._n)
         if limit < self._n:
             top = np.argpartition(-matrix, limit - 1, axis=1)[:, :limit]
@@ -328,6 +463,27 @@ class _Bm25s:
             [(i, score) for i, score in zip(row_positions, row_scores, strict=True) if score > 0]
             for row_positions, row_scores in zip(positions, ranked, strict=True)
         ]
+
+    def _weigh(
+        self, terms: list[str], stems: list[str], variants: list[str], values: frozenset[str]
+    ) -> dict[str, float]:
+        """A query's stems and their weights: its own (1, or `VALUE_WEIGHT` for a value after a number),
+        then the lexicon's general words (`SYNONYM_WEIGHT` per query word that asks for one, up to
+        `SYNONYM_CAP`) and the stems of derived forms (`variants`, at `DERIVED_WEIGHT`) that are not its
+        own."""
+        own: dict[str, float] = {}
+        for word, stem in zip(terms, stems, strict=True):
+            own[stem] = max(own.get(stem, 0.0), VALUE_WEIGHT if word in values else 1.0)
+        extra: dict[str, float] = {}
+        if SYNONYM_WEIGHT > 0:
+            for stem in stems:
+                for general in self._synonyms.get(stem, ()):
+                    extra[general] = min(SYNONYM_CAP, extra.get(general, 0.0) + SYNONYM_WEIGHT)
+        if DERIVED_WEIGHT > 0:
+            for variant in variants:
+                extra[variant] = max(extra.get(variant, 0.0), DERIVED_WEIGHT)
+        own.update((stem, weight) for stem, weight in extra.items() if stem not in own)
+        return own
 
     def _sum(
         self,
@@ -472,25 +628,31 @@ class ToolIndex:
         if self._ranker is None:
             return []
         texts = _SENTENCES.split(query)
-        sentences = [query_terms(s) for s in texts]
+        analysed = [_analyse(s) for s in texts]
+        sentences = [terms for terms, _ in analysed]
         whole = list(dict.fromkeys(t for terms in sentences for t in terms))[:MAX_TERMS]
         if not whole:
             return []
-        asks = [(terms, text) for terms, text in zip(sentences, texts, strict=True) if len(terms) >= 2]
+        asks = [
+            (terms, text, given)
+            for (terms, given), text in zip(analysed, texts, strict=True)
+            if len(terms) >= 2
+        ]
         asks = asks[:MAX_SENTENCES]
         if len(asks) < 2:
             asks = []
         limit = k if self._unique else 4 * k + 8  # room for repeated names, dropped below
         if self._vectors is not None:
             limit = max(limit, RERANK_POOL)
-        rankings = self._ranker.rank([whole, *(terms for terms, _ in asks)], limit)
+        values = [frozenset().union(*(given for _, given in analysed)), *(given for _, _, given in asks)]
+        rankings = self._ranker.rank([whole, *(terms for terms, _, _ in asks)], limit, values)
         # The sentences that get a place: best BM25 score (rows come best first) not under WEAK_SENTENCE of
         # the best sentence's, strongest first.
         best = max((rows[0][1] for rows in rankings[1:] if rows), default=0.0)
         kept = sorted(
             (
                 (rows[0][1], rows, text)
-                for rows, (_, text) in zip(rankings[1:], asks, strict=True)
+                for rows, (_, text, _) in zip(rankings[1:], asks, strict=True)
                 if rows and rows[0][1] >= WEAK_SENTENCE * best
             ),
             key=lambda sentence: -sentence[0],

@@ -214,7 +214,7 @@ async def test_one_interrupt_lists_every_gated_call_before_anything_runs(checkpo
         assert action["description"].startswith(f'delete_item(item_id="{action["args"]["item_id"]}")')
     assert (
         request["review_configs"]
-        == [{"action_name": "delete_item", "allowed_decisions": ["approve", "reject"]}] * 2
+        == [{"action_name": "delete_item", "allowed_decisions": ["approve", "edit", "reject"]}] * 2
     )
 
 
@@ -270,13 +270,28 @@ FORGED = [
     pytest.param({"decisions": [{"type": "approve"}, "yes"]}, id="non-boolean-decision"),
     pytest.param({"decisions": [{"type": "approve"}, 1]}, id="integer-decision"),
     pytest.param(
+        {"decisions": [{"type": "edit", "edited_action": {"name": "lookup", "args": {"q": "9"}}}] * 2},
+        id="edit-changing-the-tool",
+    ),
+    pytest.param(
         {
-            "decisions": [
-                {"type": "edit", "edited_action": {"name": "delete_item", "args": {"item_id": "9"}}}
-            ]
+            "decisions": [{"type": "edit", "edited_action": {"name": "delete_item", "args": {"item_id": 9}}}]
             * 2
         },
-        id="edited-arguments",
+        id="edit-to-invalid-arguments",
+    ),
+    pytest.param(
+        {
+            "decisions": [
+                {"type": "edit", "edited_action": {"args": {"item_id": "9"}}, "message": "x"},
+                {"type": "approve"},
+            ]
+        },
+        id="edit-with-more-than-an-action",
+    ),
+    pytest.param(
+        {"decisions": [{"type": "edit", "edited_action": {"name": "delete_item", "args": ["9"]}}] * 2},
+        id="edit-without-an-object",
     ),
     pytest.param({"decisions": [{"type": "approve", "args": {"item_id": "9"}}] * 2}, id="smuggled-args"),
 ]

@@ -21,12 +21,18 @@ already have a `ToolMessage` after that AI message are not run again.
 person's approval are held by the executor (bound to the user, the tool and the exact arguments) and ONE
 interrupt lists them all, shaped like LangChain's human-in-the-loop request (`action_requests` with
 `name`, `args`, `description`, plus toolrun's `confirmation_id` and `tool_call_id`; `review_configs` with
-`allowed_decisions: ["approve", "reject"]`). Answer with `Command(resume=...)`, either LangChain's
+`allowed_decisions: ["approve", "edit", "reject"]`). Answer with `Command(resume=...)`, either LangChain's
 `{"decisions": [{"type": "approve"}, {"type": "reject", "message": "..."}]}` (one per action, in order) or
-`{confirmation_id: True | False}`. An answer that does not fit exactly (unknown or missing confirmation
-ids, non-boolean decisions, edits, another user's ids) runs nothing: the node interrupts again with the
-same request and an `error` saying what was wrong. Edits are refused on purpose: an approval is bound to
-the exact arguments; reject and let the model call again.
+`{confirmation_id: True | False}` (or a decision). An answer that does not fit exactly (unknown or missing
+confirmation ids, non-boolean decisions, another user's ids) runs nothing: the node interrupts again with
+the same request and an `error` saying what was wrong.
+
+**Edit, then approve.** `{"type": "edit", "edited_action": {"name": <the same tool>, "args": {...}}}`
+approves the call with the person's arguments (all of them), by the executor's edit path: before anything
+in the batch runs, every edit is validated and previewed again (`executor.preview_edit`); one the tool
+refuses interrupts again with the error (nothing ran, the calls stay held). Then the call runs once, bound
+to the new arguments (`executor.approve(..., arguments=...)`), and its `ToolMessage` tells the model what
+the person changed. An edit cannot change the tool, nor carry anything but a name and arguments.
 
 **Exactly once.** LangGraph re-runs a node from the top on resume. The node finds the confirmations it
 already holds (by user, thread and tool-call id, through `executor.pending_confirmations`) instead of
@@ -75,7 +81,7 @@ from toolrun.integrations.langchain import progress_to_stream, run_sync, stream_
 from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
 from toolrun.models import SystemMessage as TRSystemMessage
 from toolrun.registry import ToolSet
-from toolrun.results import ToolResult
+from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor
 from toolrun.store import PendingConfirmation
 from toolrun.tools import ProgressThrottle, ToolCall, ToolContext
@@ -95,7 +101,7 @@ NodeContext = ToolContext[Any] | Callable[[Mapping[str, Any], RunnableConfig], T
 """A fixed `ToolContext`, a function of (state, config) returning one, or None for
 `config["configurable"]["user_id"]`. Its `conversation_id` defaults to the LangGraph thread id."""
 
-_DECISIONS = ("approve", "reject")
+_DECISIONS = ("approve", "edit", "reject")
 
 
 def _thread_id(config: RunnableConfig | None) -> str | None:
@@ -213,41 +219,53 @@ def approval_request(held: Sequence[_Held], thread_id: str | None) -> dict[str, 
 
 
 def read_decisions(
-    answer: Any, held: Sequence[_Held]
+    answer: Any, held: Sequence[_Held], edits: dict[str, dict[str, Any]] | None = None
 ) -> tuple[dict[str, tuple[bool, str | None]], str | None]:
-    """`{confirmation_id: (approved, message)}` from a resume value, or an error saying what is wrong.
+    """`{confirmation_id: (approved, message)}` from a resume value, or an error saying what is wrong; an
+    edit reads as an approval, its arguments put in `edits` (`{confirmation_id: arguments}`) when given
+    (without `edits`, an edit is refused).
 
     Strict on purpose: the value crosses a trust boundary (a client sends it), so anything that does not
-    answer exactly the held calls, each with a boolean or an approve/reject decision, is refused whole.
+    answer exactly the held calls, each with a boolean or an approve/edit/reject decision, is refused whole.
     """
     ids = [h.confirmation_id for h in held]
+    names = {h.confirmation_id: h.call.name for h in held}
     decisions: dict[str, tuple[bool, str | None]] = {}
+    found: dict[str, dict[str, Any]] = {}
 
-    def one(value: Any, where: str) -> tuple[bool, str | None] | str:
+    def one(value: Any, where: str, cid: str) -> tuple[bool, str | None] | str:
         if type(value) is bool:
             return value, None
         if isinstance(value, Mapping):
             kind = value.get("type")
+            if kind == "edit" and edits is not None:
+                got = _edited_arguments(value, names[cid], where)
+                if isinstance(got, str):
+                    return got
+                found[cid] = got
+                return True, None
             extra = set(value) - {"type", "message"}
             message = value.get("message")
-            if kind in _DECISIONS and not extra and (message is None or isinstance(message, str)):
+            if kind in ("approve", "reject") and not extra and (message is None or isinstance(message, str)):
                 return kind == "approve", message
             if kind in ("edit", "respond"):
                 return (
                     f"{where}: '{kind}' is not accepted (an approval is bound to the exact call); "
                     "approve or reject"
                 )
-        return f"{where}: a decision must be true/false or {{'type': 'approve' | 'reject'}}"
+        return f"{where}: a decision must be true/false or {{'type': 'approve' | 'edit' | 'reject'}}"
 
     if isinstance(answer, Mapping) and set(answer) == {"decisions"} and isinstance(answer["decisions"], list):
         items = answer["decisions"]
         if len(items) != len(ids):
             return {}, f"expected {len(ids)} decisions (one per action request, in order), got {len(items)}"
         for i, (cid, item) in enumerate(zip(ids, items, strict=True)):
-            got = one(item, f"decisions[{i}]")
+            got = one(item, f"decisions[{i}]", cid)
             if isinstance(got, str):
                 return {}, got
             decisions[cid] = got
+        if edits is not None:
+            edits.update(found)
         return decisions, None
     if (
         isinstance(answer, Mapping)
@@ -265,12 +283,46 @@ def read_decisions(
                 f"({unknown} unknown, {missing} missing)"
             )
         for cid in ids:
-            got = one(answer[cid], f"decision for {cid}")
+            got = one(answer[cid], f"decision for {cid}", cid)
             if isinstance(got, str):
                 return {}, got
             decisions[cid] = got
+        if edits is not None:
+            edits.update(found)
         return decisions, None
     return {}, "expected {'decisions': [...]} or {confirmation_id: true | false}"
+
+
+def _edited_arguments(value: Mapping[str, Any], name: Any, where: str) -> dict[str, Any] | str:
+    """The arguments of LangChain's edit decision (`{"type": "edit", "edited_action": {"name", "args"}}`),
+    or what is wrong with it. The tool cannot change, and nothing but a name and arguments is taken."""
+    action = value.get("edited_action")
+    if set(value) != {"type", "edited_action"} or not isinstance(action, Mapping):
+        return f"{where}: an edit is {{'type': 'edit', 'edited_action': {{'name': ..., 'args': {{...}}}}}}"
+    if not set(action) <= {"name", "args"} or not isinstance(action.get("args"), Mapping):
+        return (
+            f"{where}: 'edited_action' takes the tool's 'name' and all its 'args' (an object), nothing else"
+        )
+    if action.get("name", name) != name:
+        return f"{where}: an edit cannot change the tool ({str(name)[:80]!r}); reject it instead"
+    args = action["args"]
+    if not all(isinstance(key, str) for key in args):
+        return f"{where}: argument names must be strings"
+    return dict(args)
+
+
+async def _check_edits(
+    executor: ToolExecutor, ctx: ToolContext[Any], held: Sequence[_Held], edits: Mapping[str, Any]
+) -> str | None:
+    """Validate and preview each edit again before anything runs: the error of the first one the tool
+    refuses, else None. (A used or expired confirmation is left to its approval, which says so.)"""
+    for i, h in enumerate(held):
+        if h.confirmation_id not in edits:
+            continue
+        checked = await executor.preview_edit(h.confirmation_id, ctx, edits[h.confirmation_id])
+        if checked.error is not None and checked.error.code == ErrorCode.INVALID_ARGUMENTS:
+            return f"the edit of action {i} ({str(h.call.name)[:80]}) was refused: {checked.error.message}"
+    return None
 
 
 async def run_batch(
@@ -292,12 +344,16 @@ async def run_batch(
     gated = [i for i, call in enumerate(calls) if _needs_confirmation(executor, call.name)]
     held, results = await _hold(executor, ctx, calls, gated) if gated else ([], {})
     decisions: dict[str, tuple[bool, str | None]] = {}
+    edits: dict[str, dict[str, Any]] = {}
     if held:
         request = approval_request(held, thread_id)
         error: str | None = None
         while True:
             answer = interrupt(request if error is None else {**request, "error": error})
-            decisions, error = read_decisions(answer, held)
+            edits = {}
+            decisions, error = read_decisions(answer, held, edits)
+            if error is None and edits:
+                error = await _check_edits(executor, ctx, held, edits)
             if error is None:
                 break
             _logger.info("A resume value for %d held call(s) was refused: nothing ran", len(held))
@@ -306,7 +362,7 @@ async def run_batch(
         approved, message = decisions[h.confirmation_id]
         if approved:
             own = ctx if context_for is None else context_for(h.call)
-            result = await executor.approve(h.confirmation_id, own)
+            result = await executor.approve(h.confirmation_id, own, arguments=edits.get(h.confirmation_id))
         else:
             result = await executor.deny(h.confirmation_id, ctx, message)
         if not result.call_id:  # used, expired or someone else's: say so under this call's id

@@ -12,6 +12,17 @@ the user, the tool and the keyed argument hash, expiring, single use). This modu
 
 A client that cannot ask its user (no form elicitation) gets an `isError` result saying the action needs
 confirmation: the pending call is withdrawn and nothing runs.
+
+Edit, then approve: the form also carries one field per argument a form can hold (a string, a number, an
+integer, a boolean or a string enum at the top level; `editable_fields`), filled with the call's values.
+A person who changes some and approves is not taken at their word yet: the edited call is validated and
+previewed again by the executor (`preview_edit`), and the person is asked once more with the new preview
+and what changed; only an approval of exactly the previewed arguments runs, through
+`executor.approve(..., arguments=...)` (bound to them, once; the model is told what changed). Arguments a
+form cannot hold (objects, arrays) keep their values: an answer that names a field the form did not offer
+is refused whole and nothing runs. An edit the tool refuses asks again with the error (the call stays
+held). In the 2026-07-28 rounds the state carries the keyed hash of the previewed edit (`x`) and a round
+count, so a replayed or altered answer can only lead to another preview, never to an unseen call.
 """
 
 from __future__ import annotations
@@ -21,23 +32,36 @@ import binascii
 import hmac
 import json
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor
 
+if TYPE_CHECKING:
+    from toolrun.tools import Tool
+
 __all__ = [
     "CONFIRM_KEY",
+    "FIELD_PREFIX",
     "INVALID_STATE",
+    "MAX_ROUNDS",
     "Sealer",
     "confirmation_form",
+    "converse",
     "decision_of",
+    "editable_fields",
+    "edited_note",
+    "edits_of",
     "expired_state",
+    "filled",
     "needs_confirmation",
     "reason_of",
+    "refuse_edit",
+    "settle_round",
+    "too_many_rounds",
 ]
 
 CONFIRM_KEY = "toolrun_confirm"
@@ -59,15 +83,29 @@ class Sealer:
         return self._hasher.raw(dict(arguments) if arguments else {})
 
     def seal(
-        self, *, confirmation_id: str, principal: str, tool: str, arguments_hash: str, ttl: float
+        self,
+        *,
+        confirmation_id: str,
+        principal: str,
+        tool: str,
+        arguments_hash: str,
+        ttl: float,
+        edit_hash: str | None = None,
+        round: int = 0,
     ) -> str:
-        claims = {
+        """`edit_hash`: the keyed hash of edited arguments the person was just shown the preview of (an
+        approval of exactly these runs them); `round`: how many edit rounds came before."""
+        claims: dict[str, Any] = {
             "c": confirmation_id,
             "p": principal,
             "t": tool,
             "a": arguments_hash,
             "e": self._clock() + ttl,
         }
+        if edit_hash is not None:
+            claims["x"] = edit_hash
+        if round:
+            claims["n"] = round
         body = base64.urlsafe_b64encode(json.dumps(claims, separators=(",", ":")).encode()).decode()
         return f"{_PREFIX}{body}.{self._hasher.digest(_LABEL + body.encode())}"
 
@@ -86,36 +124,308 @@ class Sealer:
             return None
         if not isinstance(claims.get("e"), int | float):
             return None
+        if not isinstance(claims.get("x", ""), str) or type(claims.get("n", 0)) is not int:
+            return None
         return claims
+
+    def now(self) -> float:
+        return self._clock()
 
     def expired(self, claims: Mapping[str, Any]) -> bool:
         return not self._clock() < float(claims["e"])
 
 
-def confirmation_form(summary: str) -> types.ElicitRequestFormParams:
+FIELD_PREFIX = "arg."
+"""Form fields for arguments are named `arg.<name>` (an argument may be called "approve" or "reason")."""
+MAX_ROUNDS = 4
+"""How many times one confirmation asks the person (each edit asks again): then it is withdrawn."""
+_MAX_FIELDS = 20
+_MAX_TEXT = 2000
+_FORMATS = frozenset({"email", "uri", "date", "date-time"})
+
+
+def editable_fields(tool: Tool, current: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The arguments of `tool` a form can carry, name -> the field's schema (MCP forms hold flat
+    primitives only: a string, a number, an integer, a boolean or a string enum), each filled with its
+    value in `current`. Other arguments (objects, arrays, anything else) are not editable here."""
+    schema = tool.parameters
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return {}
+    fields: dict[str, dict[str, Any]] = {}
+    for name, sub in props.items():
+        field = _primitive(sub)
+        if field is None or not isinstance(name, str) or len(fields) == _MAX_FIELDS:
+            continue
+        field["title"] = name
+        if isinstance(sub, Mapping) and isinstance(sub.get("description"), str):
+            field["description"] = sub["description"][:_MAX_TEXT]
+        value = current.get(name)
+        if value is not None and _fits(field, value):
+            field["default"] = value
+        fields[name] = field
+    return fields
+
+
+def _primitive(sub: Any, depth: int = 0) -> dict[str, Any] | None:
+    """A form field for a parameter schema, or None when a form cannot carry it."""
+    if not isinstance(sub, Mapping) or depth > 2:
+        return None
+    enum = sub.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+        return {"type": "string", "enum": list(enum)}
+    for key in ("anyOf", "oneOf"):  # an optional parameter: [X, null]
+        alternatives = sub.get(key)
+        if isinstance(alternatives, list):
+            real = [a for a in alternatives if not (isinstance(a, Mapping) and a.get("type") == "null")]
+            return _primitive(real[0], depth + 1) if len(real) == 1 else None
+    kind = sub.get("type")
+    if kind == "string":
+        field: dict[str, Any] = {"type": "string"}
+        for key in ("minLength", "maxLength"):
+            if type(sub.get(key)) is int:
+                field[key] = sub[key]
+        if sub.get("format") in _FORMATS:
+            field["format"] = sub["format"]
+        return field
+    if kind in ("number", "integer"):
+        field = {"type": kind}
+        for key in ("minimum", "maximum"):
+            if isinstance(sub.get(key), int | float) and type(sub.get(key)) is not bool:
+                field[key] = sub[key]
+        return field
+    if kind == "boolean":
+        return {"type": "boolean"}
+    return None
+
+
+def _fits(field: Mapping[str, Any], value: Any) -> bool:
+    kind = field["type"]
+    if kind == "boolean":
+        return type(value) is bool
+    if kind == "integer":
+        return type(value) is int
+    if kind == "number":
+        return isinstance(value, int | float) and type(value) is not bool
+    return isinstance(value, str) and ("enum" not in field or value in field["enum"])
+
+
+def confirmation_form(
+    summary: str,
+    fields: Mapping[str, Mapping[str, Any]] | None = None,
+    note: str | None = None,
+) -> types.ElicitRequestFormParams:
     """The question put to the person: what would run (the tool's preview, from the server's records,
-    when it has one), a yes/no field, and an optional reason for a refusal (the model receives it)."""
-    return types.ElicitRequestFormParams(
-        message=f"Allow this action? {summary}",
-        requested_schema={
-            "type": "object",
-            "properties": {
-                "approve": {
-                    "type": "boolean",
-                    "title": "Approve",
-                    "description": "Run this action now.",
-                    "default": False,
-                },
-                "reason": {
-                    "type": "string",
-                    "title": "Reason",
-                    "description": "If you refuse: why (the assistant is told).",
-                    "maxLength": 2000,
-                },
-            },
-            "required": ["approve"],
+    when it has one), a yes/no field, an optional reason for a refusal (the model receives it), and one
+    field per editable argument (`editable_fields`, named `FIELD_PREFIX` + the argument's name); `note`
+    comes first (what the person changed, or why their change was refused)."""
+    properties: dict[str, Any] = {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run this action now.",
+            "default": False,
         },
+        "reason": {
+            "type": "string",
+            "title": "Reason",
+            "description": "If you refuse: why (the assistant is told).",
+            "maxLength": _MAX_TEXT,
+        },
+    }
+    for name, field in (fields or {}).items():
+        properties[FIELD_PREFIX + name] = {
+            **field,
+            "description": (
+                (str(field["description"]) + " " if field.get("description") else "")
+                + "Change it before approving if you want: you will see the new preview first."
+            ),
+        }
+    message = f"Allow this action? {summary}"
+    return types.ElicitRequestFormParams(
+        message=f"{note}\n\n{message}" if note else message,
+        requested_schema={"type": "object", "properties": properties, "required": ["approve"]},
     )
+
+
+def edits_of(
+    answer: types.ElicitResult | None,
+    fields: Mapping[str, Mapping[str, Any]],
+    current: Mapping[str, Any],
+) -> dict[str, Any] | str | None:
+    """The arguments the person approved, when they changed any: `current` with the form's argument
+    fields applied (a field left out keeps its value). None when nothing changed; a string saying what
+    is wrong when the answer names a field the form did not offer (the whole answer is then refused)."""
+    content = (answer.content if answer is not None else None) or {}
+    offered = {FIELD_PREFIX + name for name in fields}
+    unknown = sorted(str(key) for key in content if key not in offered and key not in ("approve", "reason"))
+    if unknown:
+        shown = ", ".join(name[:60] for name in unknown[:5])
+        return f"the answer sets {shown}, which this form did not offer to change"
+    edited = dict(current)
+    changed = False
+    for name in fields:
+        key = FIELD_PREFIX + name
+        if key in content and content[key] is not None and content[key] != current.get(name):
+            edited[name] = content[key]
+            changed = True
+    return edited if changed else None
+
+
+Decide = Callable[[str, str, Any, str, "str | None"], Awaitable[ToolResult]]
+
+
+async def converse(
+    executor: ToolExecutor,
+    tool: Tool,
+    confirmation_id: str,
+    context: Any,
+    *,
+    shown: str,
+    current: Mapping[str, Any] | None,
+    ask: Callable[[types.ElicitRequestFormParams], Awaitable[types.ElicitResult | None]],
+    decide: Decide,
+) -> ToolResult:
+    """Ask the person in the call (2025 elicitation), edits included: approve as shown, refuse, or change
+    arguments, see the new preview and approve that (see the module docstring). `decide(decision, id,
+    context, tool name, reason)` settles anything but an approval. `current`: the held call's arguments
+    (None when its record could not be read: then nothing is editable)."""
+    fields = editable_fields(tool, current) if current is not None else {}
+    arguments: dict[str, Any] = dict(current or {})
+    edited: dict[str, Any] | None = None
+    note: str | None = None
+    for _ in range(MAX_ROUNDS):
+        form = confirmation_form(shown, filled(fields, arguments), note)
+        try:
+            answer = await ask(form)
+        except Exception:  # the client failed to ask: treat as no answer, fail closed
+            answer = None
+        decision = decision_of(answer)
+        if decision != "approve":
+            return await decide(decision, confirmation_id, context, tool.name, reason_of(answer))
+        wanted = edits_of(answer, fields, arguments)
+        if isinstance(wanted, str):
+            return await refuse_edit(executor, confirmation_id, context, tool.name, wanted)
+        if wanted is None:
+            return await executor.approve(confirmation_id, context, arguments=edited)
+        checked = await executor.preview_edit(confirmation_id, context, wanted)
+        if checked.status != "ok":
+            if checked.error is None or checked.error.code != ErrorCode.INVALID_ARGUMENTS:
+                return checked  # expired, used, someone else's: nothing to ask any more
+            note = f"Your change was not accepted: {checked.error.message}"
+            continue
+        if dict(checked.value["arguments"]) == arguments:  # what was shown, written otherwise ("3" for 3)
+            return await executor.approve(confirmation_id, context, arguments=edited)
+        edited = arguments = dict(checked.value["arguments"])
+        shown, note = edited_note(checked.value)
+    return await too_many_rounds(executor, confirmation_id, context, tool.name)
+
+
+def filled(fields: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The fields with `values` as their defaults (the edited values in a later round)."""
+    out = {}
+    for name, field in fields.items():
+        filled = {k: v for k, v in field.items() if k != "default"}
+        value = values.get(name)
+        if value is not None and _fits(field, value):
+            filled["default"] = value
+        out[name] = filled
+    return out
+
+
+def edited_note(preview: Mapping[str, Any]) -> tuple[str, str]:
+    """What to show for a previewed edit: the new preview, and a note listing the changes."""
+    changes = [str(line) for line in preview.get("changes") or ()]
+    listed = "; ".join(changes) if changes else "nothing"
+    return str(preview.get("preview") or ""), f"You changed: {listed}. This is the action as changed."
+
+
+async def settle_round(
+    executor: ToolExecutor,
+    sealer: Sealer,
+    tool: Tool,
+    context: Any,
+    claims: Mapping[str, Any],
+    answer: types.ElicitResult | None,
+) -> ToolResult | types.InputRequiredResult:
+    """An approving answer in a 2026-07-28 round (its state already checked): run the call as held, run
+    the edit the person was just shown (the state's `x`), or preview a new edit and ask again (a new
+    state), or refuse. Anything but an approval is settled by the caller."""
+    confirmation_id = str(claims["c"])
+    try:
+        record = await executor.confirmation.store.get(confirmation_id)
+    except Exception:
+        record = None
+    held = record.metadata.get("arguments") if record is not None else None
+    current = dict(held) if isinstance(held, Mapping) else None
+    fields = editable_fields(tool, current) if current is not None else {}
+    wanted = edits_of(answer, fields, current or {})
+    if isinstance(wanted, str):
+        return await refuse_edit(executor, confirmation_id, context, tool.name, wanted)
+    if wanted is None:
+        return await executor.approve(confirmation_id, context)
+    shown_before = sealer.arguments_hash(wanted)
+    if hmac.compare_digest(str(claims.get("x", "")), shown_before):
+        return await executor.approve(confirmation_id, context, arguments=wanted)
+    round = int(claims.get("n", 0)) + 1
+    if round >= MAX_ROUNDS:
+        return await too_many_rounds(executor, confirmation_id, context, tool.name)
+    checked = await executor.preview_edit(confirmation_id, context, wanted)
+    if checked.status == "ok":
+        arguments = dict(checked.value["arguments"])
+        if not checked.value["changes"]:  # the call as held, written otherwise ("7" for 7)
+            return await executor.approve(confirmation_id, context)
+        validated = sealer.arguments_hash(arguments)
+        if hmac.compare_digest(str(claims.get("x", "")), validated):  # the edit shown, written otherwise
+            return await executor.approve(confirmation_id, context, arguments=arguments)
+        edit_hash: str | None = validated
+        shown, note = edited_note(checked.value)
+    elif (
+        checked.error is not None and checked.error.code == ErrorCode.INVALID_ARGUMENTS and record is not None
+    ):
+        arguments, shown, edit_hash = current or {}, record.shown, None
+        note = f"Your change was not accepted: {checked.error.message}"
+    else:
+        return checked  # expired, used, someone else's: nothing to ask any more
+    form = confirmation_form(shown, filled(fields, arguments), note)
+    state = sealer.seal(
+        confirmation_id=confirmation_id,
+        principal=str(claims["p"]),
+        tool=str(claims["t"]),
+        arguments_hash=str(claims["a"]),
+        ttl=max(0.0, float(claims["e"]) - sealer.now()),
+        edit_hash=edit_hash,
+        round=round,
+    )
+    return types.InputRequiredResult(
+        input_requests={CONFIRM_KEY: types.ElicitRequest(params=form)}, request_state=state
+    )
+
+
+async def refuse_edit(
+    executor: ToolExecutor, confirmation_id: str, context: Any, tool_name: str, why: str
+) -> ToolResult:
+    """An answer that changes what the form did not offer: withdrawn, nothing runs."""
+    result = await executor.deny(confirmation_id, context)
+    if result.error is not None and result.error.details.get("reason") == "denied":
+        result.error.message = (
+            f"The answer to the confirmation for {tool_name!r} was refused ({why}); it did not run."
+        )
+        result.error.details["reason"] = "invalid_edit"
+    return result
+
+
+async def too_many_rounds(
+    executor: ToolExecutor, confirmation_id: str, context: Any, tool_name: str
+) -> ToolResult:
+    result = await executor.deny(confirmation_id, context)
+    if result.error is not None and result.error.details.get("reason") == "denied":
+        result.error.message = (
+            f"The confirmation for {tool_name!r} was asked {MAX_ROUNDS} times without a decision on one "
+            "version of the call; it was withdrawn and did not run."
+        )
+        result.error.details["reason"] = "too_many_edits"
+    return result
 
 
 def reason_of(answer: types.ElicitResult | None) -> str | None:

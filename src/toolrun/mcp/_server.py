@@ -285,9 +285,10 @@ class _Handlers:
             return await self._start_task(ctx, tool, params)
         context, call_id = self._call_context(ctx)
         if params.request_state is not None or params.input_responses:
-            return _render(
-                await self._resume(ctx, tool, params, context, call_id), tool, ctx.protocol_version
-            )
+            resumed = await self._resume(ctx, tool, params, context, call_id)
+            if isinstance(resumed, types.InputRequiredResult):  # an edit to show before it runs
+                return resumed
+            return _render(resumed, tool, ctx.protocol_version)
         try:
             result = await self.executor.execute(
                 ToolCall(id=call_id, name=name, arguments=params.arguments), context
@@ -522,9 +523,9 @@ class _Handlers:
             record = await self.executor.confirmation.store.get(confirmation_id)
         except Exception:
             record = None
-        form = _confirm.confirmation_form(
-            record.shown if record is not None else (pending.message or tool.name)
-        )
+        shown = record.shown if record is not None else (pending.message or tool.name)
+        held = record.metadata.get("arguments") if record is not None else None
+        current = dict(held) if isinstance(held, Mapping) else None  # None: nothing is editable
         if modern:
             state = self.sealer.seal(
                 confirmation_id=confirmation_id,
@@ -533,21 +534,29 @@ class _Handlers:
                 arguments_hash=self.sealer.arguments_hash(params.arguments),
                 ttl=self.executor.confirmation.ttl,
             )
+            fields = _confirm.editable_fields(tool, current) if current is not None else {}
+            form = _confirm.confirmation_form(shown, fields)
             return types.InputRequiredResult(
                 input_requests={_confirm.CONFIRM_KEY: types.ElicitRequest(params=form)},
                 request_state=state,
             )
-        try:
-            answer: types.ElicitResult | None = await ctx.session.elicit_form(
+
+        async def ask(form: types.ElicitRequestFormParams) -> types.ElicitResult | None:
+            return await ctx.session.elicit_form(
                 form.message, form.requested_schema, related_request_id=ctx.request_id
             )
-        except Exception:  # the client failed to ask: treat as no answer, fail closed
-            answer = None
-        decision = _confirm.decision_of(answer)
-        return _render(
-            await self._decide(decision, confirmation_id, context, tool.name, _confirm.reason_of(answer)),
+
+        settled = await _confirm.converse(
+            self.executor,
             tool,
+            confirmation_id,
+            context,
+            shown=shown,
+            current=current,
+            ask=ask,
+            decide=self._decide,
         )
+        return _render(settled, tool)
 
     async def _resume(
         self,
@@ -556,7 +565,7 @@ class _Handlers:
         params: types.CallToolRequestParams,
         context: ToolContext[Any],
         call_id: str,
-    ) -> ToolResult:
+    ) -> ToolResult | types.InputRequiredResult:
         sealer = self.sealer
         claims = sealer.open(params.request_state)
         if (
@@ -572,9 +581,10 @@ class _Handlers:
             return _confirm.expired_state(call_id, tool.name)
         raw = (params.input_responses or {}).get(_confirm.CONFIRM_KEY)
         answer = raw if isinstance(raw, types.ElicitResult) else None
-        return await self._decide(
-            _confirm.decision_of(answer), claims["c"], context, tool.name, _confirm.reason_of(answer)
-        )
+        decision = _confirm.decision_of(answer)
+        if decision == "approve":  # as held, or as edited (shown first: see `_confirm.settle_round`)
+            return await _confirm.settle_round(self.executor, sealer, tool, context, claims, answer)
+        return await self._decide(decision, claims["c"], context, tool.name, _confirm.reason_of(answer))
 
     async def _decide(
         self,
