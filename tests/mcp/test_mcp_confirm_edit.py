@@ -221,8 +221,8 @@ async def test_a_replayed_edit_runs_once(archiver: Archiver) -> None:
         again = await call(client, first.request_state, edit)  # the first round's state, replayed
     assert isinstance(ran, types.CallToolResult) and not ran.is_error, text(ran)
     assert isinstance(replay, types.CallToolResult) and replay.is_error
-    assert "CONFIRMATION_EXPIRED" in text(replay)
-    assert isinstance(again, types.CallToolResult) and "CONFIRMATION_EXPIRED" in text(again)
+    assert "CONFIRMATION_NOT_FOUND" in text(replay)
+    assert isinstance(again, types.CallToolResult) and "CONFIRMATION_NOT_FOUND" in text(again)
     assert archiver.archived == [("t1", 3, [])]
 
 
