@@ -118,7 +118,7 @@ def clean_response(response: ModelResponse, limits: OutputLimits) -> ModelRespon
         cleaned = cleaned[: limits.max_text_chars] + f"\n[… {cut} more characters cut by toolrun]"
     if not cleaned.strip():
         cleaned = ""
-    if cleaned is text:
+    if cleaned is response.text:
         return response
     return replace(response, text=cleaned)
 
@@ -266,9 +266,6 @@ def audit_refused(executor: ToolExecutor, checked: CheckedCalls, ctx: ToolContex
     registry = executor.registry
     for call in checked.calls:
         result = refused.get(call.id)
-        if result is None:
-            continue
-        error = result.error
-        known = error is None or error.code != ErrorCode.NOT_FOUND
-        tool = call.name if known and registry.find(call.name) is not None else None
-        executor._audit("execute", result, tool, ctx, None)
+        if result is not None:  # (a NOT_FOUND call's kept name is never a registered one: see check_calls)
+            tool = call.name if registry.find(call.name) is not None else None
+            executor._audit("execute", result, tool, ctx, None)
