@@ -115,6 +115,7 @@ def test_replaced_ids_are_mapped_back_to_what_the_model_sent_cleaned_and_cut() -
 def test_oversized_arguments_are_refused_with_what_the_model_needs_to_act() -> None:
     limits = OutputLimits(max_argument_chars=100)
     checked = check(ToolCall(id="c1", name="store", arguments="[" + "1," * 60 + "1]"), limits=limits)
+    why = "are 123 characters long; the limit is 100"
     assert checked.calls[0].arguments == {
         "_removed": "the arguments are 123 characters long; the limit is 100"
     }
@@ -127,9 +128,7 @@ def test_oversized_arguments_are_refused_with_what_the_model_needs_to_act() -> N
         == "The arguments of this call are 123 characters long; the limit is 100; it did not run."
     )
     assert error.recover_action == "Call the tool again with smaller, flatter arguments."
-    assert error.details == {
-        "problems": [{"path": "", "message": "the arguments are 123 characters long; the limit is 100"}]
-    }
+    assert error.details == {"problems": [{"path": "", "message": f"the arguments {why}"}]}
     assert again(checked, limits).refused == {}  # the note itself fits
 
 

@@ -1,4 +1,4 @@
-"""What a user's message must be at every door: some text, at most 32,000 characters, no NUL, valid Unicode."""
+"""A user's message at every door: some text, at most 32,000 characters, no NUL, valid Unicode."""
 
 from __future__ import annotations
 
