@@ -48,6 +48,8 @@ def again(checked: Any, limits: OutputLimits | None = None) -> Any:
         ("add!", "unknown_add"),  # never another tool's name: the model did not call `add`
         ("a" * 300, "a" * 63),
         ("x\x00y", "x_y"),
+        ("Xbox 💥X", "Xbox_X"),  # only underscores are trimmed
+        ("9X!", "unknown_9X"),
     ],
 )
 def test_an_unsafe_unknown_name_is_refused_and_kept_as_a_safe_name_no_tool_has(name: str, kept: str) -> None:
