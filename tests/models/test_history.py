@@ -127,6 +127,11 @@ def test_arguments_problem_says_what_is_wrong(arguments: Any, problem: str | Non
     assert arguments_problem(arguments, **limits) == problem  # type: ignore[arg-type]
 
 
+def test_a_higher_depth_limit_than_the_default_is_honoured() -> None:
+    assert arguments_problem({"a": nested(70)}, max_depth=100) is None
+    assert arguments_problem(json.dumps({"a": nested(70)}), max_depth=100) is None
+
+
 def test_mapping_arguments_are_measured_as_written_with_their_own_characters() -> None:
     assert arguments_problem({"a": "é" * 60}, max_chars=69) is None  # 69 characters, not 369 escaped
     assert arguments_problem({"a": "é" * 60}, max_chars=68) == "are 69 characters long (the limit is 68)"
@@ -165,6 +170,8 @@ def test_history_problems_lists_every_problem_in_order() -> None:
         AssistantMessage(tool_calls=[call("a", arguments='{"t": "\\udc00"}'), call("c", name=" ")]),
         SystemMessage(content="late"),
         AssistantMessage(tool_calls=[call(f"k{i}") for i in range(7)]),
+        UserMessage(content="nul \x00"),
+        AssistantMessage(tool_calls=[call(f"m{i}") for i in range(7)]),
     ]
     assert history_problems(messages) == [
         "messages[1]: the system message is not valid Unicode (a lone surrogate)",
@@ -181,7 +188,9 @@ def test_history_problems_lists_every_problem_in_order() -> None:
         "messages[9].tool_calls[1]: the tool name is empty",
         "messages[10]: follows calls without results: ['a', 'c']",
         "messages[10]: a system message after the conversation started",
-        "the last turn has calls without results: ['k0', 'k1', 'k2', 'k3', 'k4']",
+        "messages[12]: follows calls without results: ['k0', 'k1', 'k2', 'k3', 'k4']",
+        "messages[12]: the user's text holds a NUL character",
+        "the last turn has calls without results: ['m0', 'm1', 'm2', 'm3', 'm4']",
     ]
 
 
@@ -282,3 +291,38 @@ def test_repair_removes_arguments_over_the_size_limit_and_cleans_those_at_it() -
     assert json.loads(kept)["a"] == "\ufffd"  # type: ignore[arg-type]
     why = f"are {MAX_ARGUMENT_CHARS + 1} characters long (the limit is {MAX_ARGUMENT_CHARS})"
     assert removed == {"_removed": f"the arguments {why}"}
+
+
+def test_repair_keeps_text_and_nul_where_a_provider_takes_them() -> None:
+    messages: list[Message] = [
+        SystemMessage(content="rules \x00"),
+        UserMessage(content="hi"),
+        AssistantMessage(content="I will add.", tool_calls=[call("a")]),
+        answer("a", content="result \x00"),
+        AssistantMessage(content="Done."),
+    ]
+    assert repair_history(messages) == [
+        SystemMessage(content="rules \x00"),  # NUL is fine in instructions and tool output
+        UserMessage(content="hi"),
+        AssistantMessage(content="I will add.", tool_calls=[call("a")]),
+        answer("a", content="result \x00"),
+        AssistantMessage(content="Done."),
+    ]
+
+
+def test_repair_removes_mapping_arguments_too_big_or_too_deep_to_walk() -> None:
+    messages: list[Message] = [
+        UserMessage(content="hi"),
+        AssistantMessage(
+            tool_calls=[
+                call("big", arguments={"a": "x" * 300_000}),
+                call("deep", arguments={"d": nested(5000)}),
+            ]
+        ),
+    ]
+    [_, turn] = repair_history(messages)
+    assert isinstance(turn, AssistantMessage)
+    assert [c.arguments for c in turn.tool_calls] == [
+        {"_removed": "the arguments are 300009 characters long (the limit is 256000)"},
+        {"_removed": "the arguments nest deeper than 64 levels"},
+    ]
