@@ -152,7 +152,13 @@ async def test_a_store_without_consumption_records_says_unknown(engine: AsyncEng
 
 
 async def audit_row(
-    conn: Any, action: str, outcome: str, code: str | None, at: float, user: str = "u1"
+    conn: Any,
+    action: str,
+    outcome: str,
+    code: str | None,
+    at: float,
+    user: str = "u1",
+    confirmation_id: str = "conf_1",
 ) -> None:
     await conn.execute(
         _db.audit.insert().values(
@@ -166,7 +172,7 @@ async def audit_row(
             duration_ms=1.0,
             attempts=1,
             cached=False,
-            confirmation_id="conf_1",
+            confirmation_id=confirmation_id,
         )
     )
 
@@ -214,6 +220,7 @@ async def test_a_consumed_confirmation_says_what_the_audit_trail_knows(
 ) -> None:
     async with engine.begin() as conn:
         await audit_row(conn, "approve", "ok", None, 9.0, user="mallory")  # not this user's record
+        await audit_row(conn, "deny", "error", "X", 9.0, confirmation_id="conf_2")  # another confirmation
         for row in rows:
             await audit_row(conn, *row)
         message = await _recovery.held_call_result(conn, CALL, "conf_1", "consumed", "u1")
