@@ -1,4 +1,5 @@
-"""The official MCP conformance suite (@modelcontextprotocol/conformance) against toolrun's MCP server.
+"""The official MCP conformance suite (@modelcontextprotocol/conformance) against toolrun's MCP server and
+client.
 
 `toolrun mcp serve everything:registry --http` (the real CLI; the tools the suite's scenarios call, in
 tests/conformance/everything.py) is driven by the suite's server scenarios, once per specification
@@ -6,6 +7,9 @@ revision's requirement set: 2025-11-25 (the initialize handshake, sessions) and 
 per-request `_meta`). Each set also runs the scenarios it reports without scoring (pending, extensions).
 Every scenario must pass except those in tests/conformance/expected-failures.yml, each listed with its
 reason; one listed there that passes fails the run too (a stale entry).
+
+The client scenarios run tests/conformance/client.py (`MCPToolset` + `ToolExecutor`, as a user writes
+them) against the suite's mock servers, for the same two requirement sets.
 
 The suite is installed by `make conformance` (npm ci from the committed lockfile, with the Node.js 22 it
 needs as a pinned npm package); a missing install is a failure, never a skip.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -97,21 +102,38 @@ def server_url() -> Iterator[str]:
         process.stderr.close()
 
 
+_STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+
+
+def _scenario(checks: Path, output: Path) -> str:
+    """The scenario a results folder is for: `server-tools-list-<time>`, `auth/dpop-<time>`."""
+    return _STAMP.sub("", checks.parent.relative_to(output).as_posix()).removeprefix("server-")
+
+
 def _failing(output: Path) -> dict[str, list[str]]:
     """Scenario → the ids of its failing checks (a failed MUST, or a warning: a missed SHOULD, which the
     suite's exit code also counts), read from the suite's checks.json files."""
     failing: dict[str, list[str]] = {}
     for checks in sorted(output.glob("**/checks.json")):
-        scenario = checks.parent.name.removeprefix("server-").rsplit("-", 6)[0]
         bad = [c["id"] for c in json.loads(checks.read_text()) if c["status"] in ("FAILURE", "WARNING")]
         if bad:
-            failing[scenario] = bad
+            failing[_scenario(checks, output)] = bad
     return failing
 
 
-def _expected() -> set[str]:
-    entries: list[str] = yaml.safe_load(BASELINE.read_text())["server"]
+def _expected(role: str) -> set[str]:
+    entries: list[str] = yaml.safe_load(BASELINE.read_text())[role]
     return set(entries)
+
+
+def _unexpected(output: Path, role: str) -> dict[str, list[str]]:
+    expected = _expected(role)
+    unexpected = {
+        scenario: [check for check in checks if f"{scenario}:{check}" not in expected]
+        for scenario, checks in _failing(output).items()
+        if scenario not in expected
+    }
+    return {scenario: checks for scenario, checks in unexpected.items() if checks}
 
 
 @pytest.mark.timeout(420)
@@ -136,17 +158,42 @@ def test_server_scenarios_pass(suite: Path, server_url: str, revision: str, tmp_
         text=True,
         timeout=400,
     )
-    failing = _failing(tmp_path)
-    expected = _expected()
-    unexpected = {
-        scenario: [check for check in checks if f"{scenario}:{check}" not in expected]
-        for scenario, checks in failing.items()
-        if scenario not in expected
-    }
-    unexpected = {scenario: checks for scenario, checks in unexpected.items() if checks}
+    unexpected = _unexpected(tmp_path, "server")
     assert not unexpected, f"scenarios failing against toolrun ({revision}): {unexpected}"
     assert result.returncode == 0, (
         f"the conformance suite exited {result.returncode} ({revision}):\n{result.stdout[-6000:]}"
     )
     ran = {path.parent.name for path in tmp_path.glob("**/checks.json")}
     assert len(ran) >= 30, f"only {len(ran)} scenarios ran"
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_client_scenarios_pass(suite: Path, revision: str, tmp_path: Path) -> None:
+    client = f"{sys.executable} {SUITE_DIR / 'client.py'}"
+    result = subprocess.run(
+        [
+            str(NODE),
+            str(suite),
+            "client",
+            "--command",
+            client,
+            "--requirements",
+            revision,
+            "--expected-failures",
+            str(BASELINE),
+            "--output-dir",
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    unexpected = _unexpected(tmp_path, "client")
+    assert not unexpected, f"scenarios failing against toolrun's client ({revision}): {unexpected}"
+    assert result.returncode == 0, (
+        f"the conformance suite exited {result.returncode} ({revision}):\n{result.stdout[-6000:]}"
+    )
+    passed = {_scenario(path, tmp_path) for path in tmp_path.glob("**/checks.json")} - _expected("client")
+    assert {"tools_call", "json-schema-2020-12-preservation"} <= passed
