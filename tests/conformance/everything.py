@@ -128,8 +128,33 @@ test_header_parameter = Tool.from_schema(
     read_only=True,
 )
 
+# The Tasks extension's scenarios (io.modelcontextprotocol/tasks): a sync tool and task-supporting ones
+# (`background=True`: an MCP task for clients that declare the extension, where the server serves tasks).
+@tool(read_only=True)
+async def greet(name: str) -> str:
+    """Greet someone (sync only)."""
+    return f"Hello, {name}!"
+
+
+@tool(background=True, read_only=True)
+async def slow_compute(seconds: float = 0) -> str:
+    """Sleep `seconds`, then answer (runs as a task)."""
+    await asyncio.sleep(seconds)
+    return f"computed after {seconds} s"
+
+
+@tool(background=True, read_only=True)
+async def failing_job() -> str:
+    """Fail after a second (runs as a task)."""
+    await asyncio.sleep(1)
+    raise ToolError("JOB_FAILED", "This job always fails")
+
+
 registry = ToolRegistry(
     [
+        greet,
+        slow_compute,
+        failing_job,
         test_simple_text,
         test_image_content,
         test_audio_content,
