@@ -128,6 +128,7 @@ test_header_parameter = Tool.from_schema(
     read_only=True,
 )
 
+
 # The Tasks extension's scenarios (io.modelcontextprotocol/tasks): a sync tool and task-supporting ones
 # (`background=True`: an MCP task for clients that declare the extension, where the server serves tasks).
 @tool(read_only=True)
