@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test install lint typecheck unit bench clean docs docs-serve serve frontend-clients mutation
+.PHONY: test install lint typecheck unit bench clean docs docs-serve serve frontend-clients conformance mutation
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,7 +21,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src
 
-unit: $(STAMP) frontend-clients
+unit: $(STAMP) frontend-clients conformance
 	$(BIN)/pytest
 
 test: lint typecheck unit
@@ -42,6 +42,18 @@ frontend-clients: $(JS_STAMP)
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
 		|| { echo "chromium and chromium-driver are required (apt-get install chromium chromium-driver)" >&2; exit 1; }
+
+# The official MCP conformance suite (tests/mcp/test_conformance.py): @modelcontextprotocol/conformance from
+# the committed lockfile in tests/conformance, with the Node.js 22 it needs as the pinned npm package `node`
+# (the suite does not run on Node 20). Missing and not installable is a failure, never a skip.
+CONFORMANCE_STAMP := tests/conformance/node_modules/.package-lock.json
+
+$(CONFORMANCE_STAMP): tests/conformance/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is required for the MCP conformance suite" >&2; exit 1; }
+	cd tests/conformance && npm ci --no-audit --no-fund
+	touch $(CONFORMANCE_STAMP)
+
+conformance: $(CONFORMANCE_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

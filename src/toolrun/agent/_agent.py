@@ -28,6 +28,7 @@ from toolrun.agent._boundary import (
     CheckedCalls,
     OutputLimits,
     TextCleaner,
+    audit_refused,
     check_calls,
     clean_response,
     used_call_ids,
@@ -740,6 +741,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         step = run.steps
         calls, refused = checked.calls, checked.refused
+        audit_refused(self.executor, checked, ctx)  # each refusal leaves its record, as the executor's do
         for call in calls:
             yield ToolCallStarted(call=call, step=step)
         runnable = [c for c in calls if c.id not in refused]

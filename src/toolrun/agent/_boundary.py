@@ -16,7 +16,10 @@ The agent passes every response through here before anything else sees it (`Agen
 - more than `max_calls` calls in one response: the extra ones are not run (`TOO_MANY_CALLS`).
 
 Refused calls get their result here, without reaching the executor; the model reads it like any other
-result and can correct itself.
+result and can correct itself. Each still leaves one audit record through the executor's sinks and logger
+(`audit_refused`), content-free like the executor's own refusals: the registered tool name or none (never
+the name the model made up), the fresh call id, the principal, outcome `error` and the code
+(`NOT_FOUND`, `INVALID_ARGUMENTS`, `TOO_MANY_CALLS`); no arguments and no argument hash.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolrun.models import AssistantMessage, Message, ModelResponse
 from toolrun.models._history import (
@@ -41,9 +44,20 @@ from toolrun.models._history import (
 )
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime._errors import fail, not_found
-from toolrun.tools import ToolCall
+from toolrun.tools import ToolCall, ToolContext
 
-__all__ = ["CheckedCalls", "OutputLimits", "TextCleaner", "check_calls", "clean_response", "used_call_ids"]
+if TYPE_CHECKING:
+    from toolrun.runtime import ToolExecutor
+
+__all__ = [
+    "CheckedCalls",
+    "OutputLimits",
+    "TextCleaner",
+    "audit_refused",
+    "check_calls",
+    "clean_response",
+    "used_call_ids",
+]
 
 # The strictest provider rule (Gemini's; OpenAI and Anthropic take a superset): names outside it are kept
 # only when they are registered (model clients send such tools under a provider-safe alias).
@@ -104,7 +118,7 @@ def clean_response(response: ModelResponse, limits: OutputLimits) -> ModelRespon
         cleaned = cleaned[: limits.max_text_chars] + f"\n[… {cut} more characters cut by toolrun]"
     if not cleaned.strip():
         cleaned = ""
-    if cleaned is text:
+    if cleaned is response.text:
         return response
     return replace(response, text=cleaned)
 
@@ -235,3 +249,23 @@ def check_calls(
         if refusal is not None:
             out.refused[call_id] = refusal
     return out
+
+
+def audit_refused(executor: ToolExecutor, checked: CheckedCalls, ctx: ToolContext[Any]) -> None:
+    """One audit record per call `check_calls` refused, in the model's order, as the executor writes for the
+    calls it refuses itself (action `execute`, outcome `error`, the code, no duration, no attempts).
+
+    The record names a tool only when the call's name is registered with `executor` (an unknown name is
+    what the model wrote, so it stays out of the trail, as in the executor's `NOT_FOUND` records), and holds
+    no argument hash: the arguments were refused before anything read them, and hashing ten megabytes of
+    them would cost more than the refusal itself.
+    """
+    refused = checked.refused
+    if not refused or not executor._audit_enabled():
+        return
+    registry = executor.registry
+    for call in checked.calls:
+        result = refused.get(call.id)
+        if result is not None:  # (a NOT_FOUND call's kept name is never a registered one: see check_calls)
+            tool = call.name if registry.find(call.name) is not None else None
+            executor._audit("execute", result, tool, ctx, None)
