@@ -20,7 +20,7 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from toolrun.models import clean_text
-from toolrun.server._service import RunHandle
+from toolrun.server._handle import RunHandle
 
 __all__ = ["SSE_DOC", "sse_events", "sse_response"]
 
