@@ -18,6 +18,8 @@ from toolrun.models import (
     ModelRequest,
     ModelSettings,
     ProviderStreamError,
+    ProviderUnavailableError,
+    RetryPolicy,
     SystemMessage,
     TextDelta,
     ToolCallDelta,
@@ -644,3 +646,62 @@ async def test_httpx_transport_encodes_tool_definitions_once(server, make_openai
     assert [t["function"]["name"] for t in bodies[2]["tools"]] == [
         d["function"]["name"] for d in registry.definitions("openai")
     ]
+
+
+# -- the lean client's own pool: straight to the transport, through the client when a proxy applies ---------
+
+
+async def test_httpx_transport_sends_straight_to_its_pool_with_every_header(
+    server, make_openai_httpx, registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("one")), Reply(json=openai_completion("two")))
+    model = make_openai_httpx()
+    request = ModelRequest([UserMessage(content="x")], registry)
+    assert (await model.request(request)).text == "one"
+    assert (await model.request(request)).text == "two"
+    http = model._http()
+    assert http._transport is not None  # the direct path was taken
+    for recorded in server.requests:
+        headers = {k.lower(): v for k, v in recorded.headers.items()}
+        assert headers["authorization"] == "Bearer sk-test"
+        assert headers["content-type"] == "application/json"
+        assert headers["accept"] == "application/json"
+        assert int(headers["content-length"]) > 0
+
+
+async def test_httpx_transport_goes_through_the_client_when_the_environment_names_a_proxy(
+    server, make_openai_httpx, registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: the "proxy" refuses every connection
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("never")))
+    model = make_openai_httpx(retry=RetryPolicy(max_retries=0))
+    assert model._http()._transport is None
+    with pytest.raises(ProviderUnavailableError):
+        await model.request(ModelRequest([UserMessage(content="x")], registry))
+    assert server.requests == []  # it went to the proxy, as httpx's client does with trust_env
+
+
+async def test_httpx_transport_streams_keep_their_connection(server, make_openai_httpx) -> None:
+    """The consumer stops at the finish reason; the stream is still read to its end (usage, `[DONE]`),
+    so the next request goes out on the same connection instead of a new one."""
+    chunks = [
+        openai_chunk({"role": "assistant", "content": "Hi"}),
+        openai_chunk({}, finish_reason="stop"),
+        openai_usage_chunk(9, 3),
+    ]
+    server.reply(OPENAI_PATH, *[Reply(frames=openai_stream(chunks)) for _ in range(3)])
+    model = make_openai_httpx()
+    for _ in range(3):
+        events = [e async for e in model.stream(hello())]
+        assert isinstance(events[-1], FinalResponse)
+    peers = {r.peer for r in server.requests}
+    assert len(server.requests) == 3 and len(peers) == 1, peers

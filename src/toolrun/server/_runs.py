@@ -44,7 +44,13 @@ from toolrun.server._handle import RunHandle
 from toolrun.server._leases import Leases
 from toolrun.server._observe import Observer
 from toolrun.server._results import content_views
-from toolrun.server._statements import FINISH_CONVERSATION, FINISH_RUN, INSERT_MESSAGES, LeaseLost
+from toolrun.server._statements import (
+    FINISH_CONVERSATION,
+    FINISH_RUN,
+    INSERT_MESSAGES,
+    LeaseLost,
+    encode_row,
+)
 from toolrun.server._users import Principal
 from toolrun.server._views import api_arguments, message_view, pending_item
 from toolrun.store import ConfirmationStore
@@ -287,7 +293,7 @@ class RunDriver:
                     "run_id": job.run_id,
                     "seq": job.next_seq + i,
                     "role": data["role"],
-                    "data": json.dumps(data),
+                    "data": encode_row(data),
                     "created_at": now,
                 }
             )

@@ -40,7 +40,6 @@ pending items), and this module's `ChatService`, which admits runs and puts the 
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import time
 from collections.abc import Mapping
@@ -56,7 +55,14 @@ from toolrun.server._errors import ServiceError
 from toolrun.server._handle import RunHandle
 from toolrun.server._observe import Observer
 from toolrun.server._runs import Job, RunDriver
-from toolrun.server._statements import INSERT_MESSAGES, INSERT_RUN, Pending, claim, load_history
+from toolrun.server._statements import (
+    INSERT_MESSAGES,
+    INSERT_RUN,
+    Pending,
+    claim,
+    encode_row,
+    load_history,
+)
 from toolrun.server._text import message_problem
 from toolrun.server._users import Principal
 from toolrun.server._views import iso_time, message_view, pending_item
@@ -189,7 +195,7 @@ class ChatService(RunDriver):
                     "run_id": run_id,
                     "seq": seq,
                     "role": "user",
-                    "data": json.dumps(user_message.to_dict()),
+                    "data": encode_row(user_message.to_dict()),
                     "created_at": now,
                 },
             )

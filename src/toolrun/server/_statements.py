@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -26,9 +27,33 @@ __all__ = [
     "LeaseLost",
     "Pending",
     "claim",
+    "decode_row",
+    "encode_row",
     "load_history",
     "release",
 ]
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.decode
+
+
+def encode_row(data: Any) -> str:
+    """A message's JSON for its row: msgspec (≈5× the stdlib's speed, UTF-8 as is); the stdlib for what
+    msgspec refuses (a lone surrogate: escaped, so the row still reads) — same data either way."""
+    try:
+        return _encode(data).decode()
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        return json.dumps(data)
+
+
+def decode_row(text: str | bytes) -> Any:
+    """A row's JSON: msgspec, or the stdlib for what msgspec refuses (an escaped lone surrogate, which older
+    rows and `encode_row`'s fallback hold)."""
+    try:
+        return _decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
+
 
 _bp = sa.bindparam
 _c, _r, _m = _db.conversations, _db.runs, _db.messages
@@ -140,7 +165,7 @@ async def load_history(
     views: list[dict[str, Any]] = []
     stored: list[Message] = []
     for seq, run_id, data in rows:
-        d = json.loads(data)
+        d = decode_row(data)
         views.append(message_view(seq, run_id, d))
         stored.append(message_from_dict(d))
     if history_problems(stored, open_tail=True):
