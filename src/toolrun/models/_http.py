@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +42,15 @@ _CONNECT_TIMEOUT = 30.0
 # Not the SDK's 5 s: a connect timeout also counts the time the event loop takes to come back to the new
 # connection, and a server loop busy with 200 chats took longer than 5 s to do so (bench/service.py: 15 of
 # 200 streamed turns failed with ProviderUnavailableError while the model server was up and idle).
+_DEFAULT_TIMEOUT = 600.0  # the SDK's: a long generation may take minutes
 # After the consumer stopped: how long, and for how many events, `SSEStream.close` reads on to the end.
 _DRAIN_SECONDS = 0.5
 _DRAIN_EVENTS = 8
 _AFTER_DONE_LINES = 64
-_DEFAULT_TIMEOUT = 600.0  # the SDK's: a long generation may take minutes
+_MAX_CONNECTIONS = 1024  # the client's own pools, all together (see `HTTPClient.__init__`)
+_KEEP_ALIVE = 256
+_POOLS = 16
+_PER_POOL = 4  # requests in flight on one pool before the next one is used
 
 
 class SSEStream:
@@ -162,19 +167,40 @@ class HTTPClient:
         self._headers = {"content-type": "application/json", "accept": "application/json", **headers}
         self._stream_headers = {**self._headers, "accept": "text/event-stream"}
         self._own = client is None
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=30)
+        limits = httpx.Limits(
+            max_connections=_MAX_CONNECTIONS, max_keepalive_connections=_KEEP_ALIVE, keepalive_expiry=30
+        )
         timeout = httpx.Timeout(_DEFAULT_TIMEOUT, connect=_CONNECT_TIMEOUT)
-        # The client's own pool, used directly (`_send`) when no proxy applies: a request then skips the
-        # client's layers (URL merging, auth and redirect loops, cookie jar, event hooks, its log line),
-        # about a fifth of what a model request costs the server. With a proxy in the environment the
-        # request goes through the client, which applies it (`trust_env`), as before.
-        self._transport: httpx.AsyncHTTPTransport | None = None
+        # The client's own pools, used directly (`_send`) when no proxy applies: a request then skips the
+        # client's layers (URL merging, auth and redirect loops, cookie jar, event hooks, its log line). With
+        # a proxy in the environment the request goes through the client, which applies it (`trust_env`).
+        #
+        # Several small pools, not one big one, filled in order (`_pool`): httpcore's pool scans its
+        # connections for every request and every release, and for each idle one counts the idle ones again:
+        # quadratic in the connections kept alive. One uvicorn worker with 50 chats keeps ~50, and that scan
+        # was 15% of a turn's CPU (bench/README.md); pools of a few connections each cost almost nothing.
+        self._transports: list[httpx.AsyncHTTPTransport] = []
         if client is None and not _proxied(self.base_url):
-            self._transport = httpx.AsyncHTTPTransport(limits=limits)
-            client = httpx.AsyncClient(timeout=timeout, transport=self._transport, headers=self._headers)
+            shard = httpx.Limits(
+                max_connections=_MAX_CONNECTIONS // _POOLS,
+                max_keepalive_connections=_KEEP_ALIVE // _POOLS,
+                keepalive_expiry=30,
+            )
+            self._transports = [httpx.AsyncHTTPTransport(limits=shard) for _ in range(_POOLS)]
+            client = httpx.AsyncClient(timeout=timeout, transport=self._transports[0], headers=self._headers)
+        self._in_flight = [0] * _POOLS
         self._client = client or httpx.AsyncClient(timeout=timeout, limits=limits, headers=self._headers)
         self._timeouts: dict[float, httpx.Timeout] = {}
         self._urls: dict[str, httpx.URL] = {}
+
+    def _pool(self) -> int:
+        """The first pool with room (so that one request at a time always reuses one connection), else
+        the least busy."""
+        counts = self._in_flight
+        for index, count in enumerate(counts):
+            if count < _PER_POOL:
+                return index
+        return counts.index(min(counts))
 
     def _timeout(self, seconds: float | None) -> Any:
         if seconds is None:
@@ -199,8 +225,7 @@ class HTTPClient:
 
     async def _send(self, path: str, body: bytes, timeout_s: float | None, *, stream: bool) -> httpx.Response:
         """The response of one POST (its body not read yet when `stream`)."""
-        transport = self._transport
-        if transport is None:
+        if not self._transports:
             return await self._client.send(self._request(path, body, timeout_s, stream=stream), stream=stream)
         import httpx
 
@@ -215,8 +240,15 @@ class HTTPClient:
             content=body,
             extensions={"timeout": limit.as_dict()},
         )
-        response = await transport.handle_async_request(request)
+        index = self._pool()
+        self._in_flight[index] += 1
+        try:
+            response = await self._transports[index].handle_async_request(request)
+        except BaseException:
+            self._in_flight[index] -= 1
+            raise
         response.request = request
+        response.stream = _counted_class()(response.stream, self._in_flight, index)
         if not stream:
             try:
                 await response.aread()
@@ -264,7 +296,36 @@ class HTTPClient:
 
     async def aclose(self) -> None:
         if self._own:
-            await self._client.aclose()
+            await self._client.aclose()  # closes the first pool
+            for transport in self._transports[1:]:
+                await transport.aclose()
+
+
+@functools.cache
+def _counted_class() -> type:
+    """An `httpx.AsyncByteStream` around a response body that leaves its pool's in-flight count when
+    closed, once (made on first use: httpx is imported lazily)."""
+    import httpx
+
+    class Counted(httpx.AsyncByteStream):
+        __slots__ = ("_counts", "_index", "_open", "_stream")
+
+        def __init__(self, stream: Any, counts: list[int], index: int) -> None:
+            self._stream = stream
+            self._counts = counts
+            self._index = index
+            self._open = True
+
+        def __aiter__(self) -> AsyncIterator[bytes]:
+            return self._stream.__aiter__()  # type: ignore[no-any-return]
+
+        async def aclose(self) -> None:
+            if self._open:
+                self._open = False
+                self._counts[self._index] -= 1
+            await self._stream.aclose()
+
+    return Counted
 
 
 def _proxied(url: str) -> bool:
