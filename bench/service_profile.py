@@ -8,6 +8,7 @@ self (the frame itself).
 
     python bench/service_profile.py [--concurrency 50] [--turns 4] [--rate 200] [--top 25]
     python bench/service_profile.py --src ../main/src      # profile another checkout's server
+    python bench/service_profile.py --no-spy [--src ...]   # CPU per turn of a fresh server, no sampler
 """
 
 from __future__ import annotations
@@ -89,6 +90,16 @@ async def main(args: argparse.Namespace) -> None:
         await wait_up(base, proc)
         target = Target("toolrun", [base], "/api/v1/chat", "json", tokens, [proc.pid], toolrun=True)
         await load(target, 10, 1)  # warm-up, not profiled
+        if args.no_spy:  # the same load without the sampler: CPU per turn of a fresh server, for A/B runs
+            started = time.perf_counter()
+            row = await load(target, args.concurrency, args.turns)
+            wall = time.perf_counter() - started
+            print(
+                f"{args.src or 'this checkout'}: {row['turns']} turns in {wall:.1f} s, "
+                f"{row['turns_per_s']:.1f} turns/s, {row['cpu_ms_per_turn']:.2f} ms server CPU per turn, "
+                f"{row['errors']} errors"
+            )
+            return
         spy = await asyncio.create_subprocess_exec(
             pyspy, "record", "--pid", str(proc.pid), "--rate", str(args.rate), "--format", "raw",
             "--output", str(out),
@@ -117,5 +128,6 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=int, default=200)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--src", default="", help="the src/ of another checkout to profile")
+    parser.add_argument("--no-spy", action="store_true", help="no profile: only CPU per turn (A/B runs)")
     main_args = parser.parse_args()
     asyncio.run(main(main_args))

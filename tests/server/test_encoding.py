@@ -62,7 +62,7 @@ def test_log_lines_are_json_and_library_info_records_are_never_made() -> None:
     try:
         configure_logging("INFO")
         assert logging.getLogger("toolrun.server").isEnabledFor(logging.INFO)
-        assert logging.getLogger("uvicorn.error").isEnabledFor(logging.INFO)
+        assert logging.getLogger("uvicorn").isEnabledFor(logging.INFO)
         assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)  # no record built, none dropped
         assert logging.getLogger("httpx").isEnabledFor(logging.WARNING)
         configure_logging("DEBUG")

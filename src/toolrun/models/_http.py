@@ -49,8 +49,8 @@ _DRAIN_EVENTS = 8
 _AFTER_DONE_LINES = 64
 _MAX_CONNECTIONS = 1024  # the client's own pools, all together (see `HTTPClient.__init__`)
 _KEEP_ALIVE = 256
-_POOLS = 16
-_PER_POOL = 4  # requests in flight on one pool before the next one is used
+_POOLS = 64
+_PER_POOL = 4  # requests in flight on one pool before the next one is used (and connections it keeps)
 
 
 class SSEStream:
@@ -178,15 +178,18 @@ class HTTPClient:
         # Several small pools, not one big one, filled in order (`_pool`): httpcore's pool scans its
         # connections for every request and every release, and for each idle one counts the idle ones again:
         # quadratic in the connections kept alive. One uvicorn worker with 50 chats keeps ~50, and that scan
-        # was 15% of a turn's CPU (bench/README.md); pools of a few connections each cost almost nothing.
+        # was 15% of a turn's CPU (bench/README.md); pools of a few connections each cost almost nothing. Each
+        # keeps as many idle connections as it takes requests at once: the scan also polls every idle
+        # connection (a system call each), so a pool that kept 16 made later requests pay for 16 polls.
         self._transports: list[httpx.AsyncHTTPTransport] = []
         if client is None and not _proxied(self.base_url):
             shard = httpx.Limits(
                 max_connections=_MAX_CONNECTIONS // _POOLS,
-                max_keepalive_connections=_KEEP_ALIVE // _POOLS,
+                max_keepalive_connections=_PER_POOL,
                 keepalive_expiry=30,
             )
-            self._transports = [httpx.AsyncHTTPTransport(limits=shard) for _ in range(_POOLS)]
+            tls = httpx.create_ssl_context()  # one for all pools: making one loads the CA bundle (~30 ms)
+            self._transports = [httpx.AsyncHTTPTransport(limits=shard, verify=tls) for _ in range(_POOLS)]
             client = httpx.AsyncClient(timeout=timeout, transport=self._transports[0], headers=self._headers)
         self._in_flight = [0] * _POOLS
         self._client = client or httpx.AsyncClient(timeout=timeout, limits=limits, headers=self._headers)
