@@ -56,6 +56,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     json: Any
+    peer: tuple[str, int] | None = None
+    """The client's address and port: one port for two requests = one kept-alive connection."""
 
 
 class FakeServer:
@@ -112,7 +114,8 @@ class FakeServer:
         except ValueError:
             payload = raw.decode(errors="replace")
         with self._lock:
-            self.requests.append(Recorded(request.url.path, dict(request.headers), payload))
+            peer = (request.client.host, request.client.port) if request.client else None
+            self.requests.append(Recorded(request.url.path, dict(request.headers), payload, peer))
             queue = self._replies.get(request.url.path)
             reply = queue.popleft() if queue else None
         if reply is None:

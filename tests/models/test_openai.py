@@ -18,6 +18,8 @@ from toolrun.models import (
     ModelRequest,
     ModelSettings,
     ProviderStreamError,
+    ProviderUnavailableError,
+    RetryPolicy,
     SystemMessage,
     TextDelta,
     ToolCallDelta,
@@ -644,3 +646,91 @@ async def test_httpx_transport_encodes_tool_definitions_once(server, make_openai
     assert [t["function"]["name"] for t in bodies[2]["tools"]] == [
         d["function"]["name"] for d in registry.definitions("openai")
     ]
+
+
+# -- the lean client's own pool: straight to the transport, through the client when a proxy applies ---------
+
+
+async def test_httpx_transport_sends_straight_to_its_pool_with_every_header(
+    server, make_openai_httpx, registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("one")), Reply(json=openai_completion("two")))
+    model = make_openai_httpx()
+    request = ModelRequest([UserMessage(content="x")], registry)
+    assert (await model.request(request)).text == "one"
+    assert (await model.request(request)).text == "two"
+    http = model._http()
+    assert http._transports  # the direct path was taken
+    for recorded in server.requests:
+        headers = {k.lower(): v for k, v in recorded.headers.items()}
+        assert headers["authorization"] == "Bearer sk-test"
+        assert headers["content-type"] == "application/json"
+        assert headers["accept"] == "application/json"
+        assert int(headers["content-length"]) > 0
+
+
+async def test_httpx_transport_goes_through_the_client_when_the_environment_names_a_proxy(
+    server, make_openai_httpx, registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: the "proxy" refuses every connection
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("never")))
+    model = make_openai_httpx(retry=RetryPolicy(max_retries=0))
+    assert not model._http()._transports
+    with pytest.raises(ProviderUnavailableError):
+        await model.request(ModelRequest([UserMessage(content="x")], registry))
+    assert server.requests == []  # it went to the proxy, as httpx's client does with trust_env
+
+
+async def test_httpx_transport_streams_keep_their_connection(server, make_openai_httpx) -> None:
+    """The consumer stops at the finish reason; the stream is still read to its end (usage, `[DONE]`),
+    so the next request goes out on the same connection instead of a new one."""
+    chunks = [
+        openai_chunk({"role": "assistant", "content": "Hi"}),
+        openai_chunk({}, finish_reason="stop"),
+        openai_usage_chunk(9, 3),
+    ]
+    server.reply(OPENAI_PATH, *[Reply(frames=openai_stream(chunks)) for _ in range(3)])
+    model = make_openai_httpx()
+    for _ in range(3):
+        events = [e async for e in model.stream(hello())]
+        assert isinstance(events[-1], FinalResponse)
+    peers = {r.peer for r in server.requests}
+    assert len(server.requests) == 3 and len(peers) == 1, peers
+
+
+async def test_httpx_transport_spreads_concurrent_requests_over_small_pools(
+    server, make_openai_httpx, registry
+) -> None:
+    """httpcore's pool scan is quadratic in its connections: concurrent requests fill pools of a few
+    requests each, and every request leaves its pool's count when its answer is closed."""
+    import asyncio
+
+    chunks = [openai_chunk({"role": "assistant", "content": "Hi"}), openai_chunk({}, finish_reason="stop")]
+    gate = threading.Event()
+    server.reply(OPENAI_PATH, *[Reply(frames=openai_stream(chunks), gate=gate) for _ in range(10)])
+    server.reply(OPENAI_PATH, Reply(json=openai_completion("plain")))
+    model = make_openai_httpx()
+    http = model._http()
+    seen: list[list[int]] = []
+
+    async def one() -> None:
+        async with aclosing(model.stream(hello())) as stream:
+            async for _ in stream:
+                seen.append(list(http._in_flight))
+                gate.set()
+
+    await asyncio.gather(*(one() for _ in range(10)))
+    assert max(max(counts) for counts in seen) <= 4
+    assert max(sum(1 for c in counts if c) for counts in seen) >= 2  # more than one pool in use
+    assert http._in_flight == [0] * len(http._in_flight)
+    assert (await model.request(ModelRequest([UserMessage(content="x")], registry))).text == "plain"
+    assert http._in_flight == [0] * len(http._in_flight)

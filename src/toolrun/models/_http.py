@@ -16,6 +16,9 @@ httpx is imported on first use only (it comes with the `openai` extra and the se
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +43,14 @@ _CONNECT_TIMEOUT = 30.0
 # connection, and a server loop busy with 200 chats took longer than 5 s to do so (bench/service.py: 15 of
 # 200 streamed turns failed with ProviderUnavailableError while the model server was up and idle).
 _DEFAULT_TIMEOUT = 600.0  # the SDK's: a long generation may take minutes
+# After the consumer stopped: how long, and for how many events, `SSEStream.close` reads on to the end.
+_DRAIN_SECONDS = 0.5
+_DRAIN_EVENTS = 8
+_AFTER_DONE_LINES = 64
+_MAX_CONNECTIONS = 1024  # the client's own pools, all together (see `HTTPClient.__init__`)
+_KEEP_ALIVE = 256
+_POOLS = 64
+_PER_POOL = 4  # requests in flight on one pool before the next one is used (and connections it keeps)
 
 
 class SSEStream:
@@ -52,6 +63,7 @@ class SSEStream:
     def __init__(self, response: httpx.Response, provider: str) -> None:
         self._response = response
         self._provider = provider
+        self._finished = False
         self._events = self._read()
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
@@ -63,7 +75,8 @@ class SSEStream:
         data: list[str] = []
         event: str | None = None
         try:
-            async for line in self._response.aiter_lines():
+            lines = self._response.aiter_lines()
+            async for line in lines:
                 if line:
                     if line.startswith("data:"):
                         data.append(line[6:] if line.startswith("data: ") else line[5:])
@@ -76,11 +89,20 @@ class SSEStream:
                 payload = "\n".join(data)
                 data.clear()
                 if payload.startswith("[DONE]"):
+                    # Read the body to its end (the chunked terminator follows at once): a response read
+                    # to its end gives its connection back to the pool; one closed early closes it.
+                    after = 0
+                    async for _ in lines:
+                        after += 1
+                        if after > _AFTER_DONE_LINES:
+                            break
+                    self._finished = True
                     return
                 item = self._item(payload, event)
                 event = None
                 if item is not None:
                     yield item
+            self._finished = True
             if data and not "\n".join(data).startswith("[DONE]"):
                 item = self._item("\n".join(data), event)
                 if item is not None:
@@ -104,6 +126,17 @@ class SSEStream:
         return item
 
     async def close(self) -> None:
+        """End the stream. A consumer stops at the finish reason; what follows (a usage chunk, `[DONE]`, the
+        body's end) arrives at once, so it is read here, for a short while at most: the connection then goes
+        back to the pool instead of being closed, and the next request needs no new one."""
+        if not self._finished:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(_DRAIN_SECONDS):
+                    left = _DRAIN_EVENTS
+                    async for _ in self._events:
+                        left -= 1
+                        if left <= 0:
+                            break
         await self._events.aclose()  # type: ignore[attr-defined]
         await self._response.aclose()
 
@@ -132,13 +165,45 @@ class HTTPClient:
         self.base_url = base_url.rstrip("/")
         self.provider = provider
         self._headers = {"content-type": "application/json", "accept": "application/json", **headers}
+        self._stream_headers = {**self._headers, "accept": "text/event-stream"}
         self._own = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(_DEFAULT_TIMEOUT, connect=_CONNECT_TIMEOUT),
-            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=30),
-            headers=self._headers,
+        limits = httpx.Limits(
+            max_connections=_MAX_CONNECTIONS, max_keepalive_connections=_KEEP_ALIVE, keepalive_expiry=30
         )
+        timeout = httpx.Timeout(_DEFAULT_TIMEOUT, connect=_CONNECT_TIMEOUT)
+        # The client's own pools, used directly (`_send`) when no proxy applies: a request then skips the
+        # client's layers (URL merging, auth and redirect loops, cookie jar, event hooks, its log line). With
+        # a proxy in the environment the request goes through the client, which applies it (`trust_env`).
+        #
+        # Several small pools, not one big one, filled in order (`_pool`): httpcore's pool scans its
+        # connections for every request and every release, and for each idle one counts the idle ones again:
+        # quadratic in the connections kept alive. One uvicorn worker with 50 chats keeps ~50, and that scan
+        # was 15% of a turn's CPU (bench/README.md); pools of a few connections each cost almost nothing. Each
+        # keeps as many idle connections as it takes requests at once: the scan also polls every idle
+        # connection (a system call each), so a pool that kept 16 made later requests pay for 16 polls.
+        self._transports: list[httpx.AsyncHTTPTransport] = []
+        if client is None and not _proxied(self.base_url):
+            shard = httpx.Limits(
+                max_connections=_MAX_CONNECTIONS // _POOLS,
+                max_keepalive_connections=_PER_POOL,
+                keepalive_expiry=30,
+            )
+            tls = httpx.create_ssl_context()  # one for all pools: making one loads the CA bundle (~30 ms)
+            self._transports = [httpx.AsyncHTTPTransport(limits=shard, verify=tls) for _ in range(_POOLS)]
+            client = httpx.AsyncClient(timeout=timeout, transport=self._transports[0], headers=self._headers)
+        self._in_flight = [0] * _POOLS
+        self._client = client or httpx.AsyncClient(timeout=timeout, limits=limits, headers=self._headers)
         self._timeouts: dict[float, httpx.Timeout] = {}
+        self._urls: dict[str, httpx.URL] = {}
+
+    def _pool(self) -> int:
+        """The first pool with room (so that one request at a time always reuses one connection), else
+        the least busy."""
+        counts = self._in_flight
+        for index, count in enumerate(counts):
+            if count < _PER_POOL:
+                return index
+        return counts.index(min(counts))
 
     def _timeout(self, seconds: float | None) -> Any:
         if seconds is None:
@@ -161,12 +226,45 @@ class HTTPClient:
             "POST", self.base_url + path, content=body, headers=headers, timeout=self._timeout(timeout)
         )
 
+    async def _send(self, path: str, body: bytes, timeout_s: float | None, *, stream: bool) -> httpx.Response:
+        """The response of one POST (its body not read yet when `stream`)."""
+        if not self._transports:
+            return await self._client.send(self._request(path, body, timeout_s, stream=stream), stream=stream)
+        import httpx
+
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx.URL(self.base_url + path)
+        limit = self._client.timeout if timeout_s is None else self._timeout(timeout_s)
+        request = httpx.Request(
+            "POST",
+            url,
+            headers=self._stream_headers if stream else self._headers,
+            content=body,
+            extensions={"timeout": limit.as_dict()},
+        )
+        index = self._pool()
+        self._in_flight[index] += 1
+        try:
+            response = await self._transports[index].handle_async_request(request)
+        except BaseException:
+            self._in_flight[index] -= 1
+            raise
+        response.request = request
+        response.stream = _counted_class()(response.stream, self._in_flight, index)
+        if not stream:
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+        return response
+
     async def post(self, path: str, body: bytes, *, timeout_s: float | None = None) -> Any:
         """POST `body` (encoded JSON); the decoded JSON answer (a 2xx) or a `ProviderError`."""
         import httpx
 
         try:
-            response = await self._client.send(self._request(path, body, timeout_s, stream=False))
+            response = await self._send(path, body, timeout_s, stream=False)
         except httpx.HTTPError as exc:
             raise _unavailable(exc, "could not reach the provider", self.provider) from exc
         content = response.content
@@ -186,7 +284,7 @@ class HTTPClient:
         import httpx
 
         try:
-            response = await self._client.send(self._request(path, body, timeout_s, stream=True), stream=True)
+            response = await self._send(path, body, timeout_s, stream=True)
         except httpx.HTTPError as exc:
             raise _unavailable(exc, "could not reach the provider", self.provider) from exc
         if not 200 <= response.status_code < 300:
@@ -201,7 +299,47 @@ class HTTPClient:
 
     async def aclose(self) -> None:
         if self._own:
-            await self._client.aclose()
+            await self._client.aclose()  # closes the first pool
+            for transport in self._transports[1:]:
+                await transport.aclose()
+
+
+@functools.cache
+def _counted_class() -> type:
+    """An `httpx.AsyncByteStream` around a response body that leaves its pool's in-flight count when
+    closed, once (made on first use: httpx is imported lazily)."""
+    import httpx
+
+    class Counted(httpx.AsyncByteStream):
+        __slots__ = ("_counts", "_index", "_open", "_stream")
+
+        def __init__(self, stream: Any, counts: list[int], index: int) -> None:
+            self._stream = stream
+            self._counts = counts
+            self._index = index
+            self._open = True
+
+        def __aiter__(self) -> AsyncIterator[bytes]:
+            return self._stream.__aiter__()  # type: ignore[no-any-return]
+
+        async def aclose(self) -> None:
+            if self._open:
+                self._open = False
+                self._counts[self._index] -= 1
+            await self._stream.aclose()
+
+    return Counted
+
+
+def _proxied(url: str) -> bool:
+    """Whether the environment names a proxy for `url` (httpx's client would use it: `trust_env`)."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    if not proxies:
+        return False
+    scheme = url.split(":", 1)[0].lower()
+    return bool(proxies.get(scheme) or proxies.get("all"))
 
 
 def _unavailable(exc: Exception, what: str, provider: str) -> ProviderUnavailableError:

@@ -20,8 +20,10 @@ import sqlalchemy as sa
 from toolrun.agent import AgentRun
 from toolrun.integrations.dbos import DurableAgent, ExecutorLease, JobStore, dbos_config
 from toolrun.server import _db
-from toolrun.server._service import ChatService, _Job
+from toolrun.server._runs import Job
+from toolrun.server._service import ChatService
 from toolrun.server._settings import Settings
+from toolrun.server._statements import load_history
 from toolrun.server._users import Principal
 from toolrun.tools import ToolContext
 
@@ -92,8 +94,8 @@ class DurableRuntime:
             ).scalar()
             if owner != run_id:
                 return  # stored already, or given up as failed when the conversation was claimed again
-            history, stored = await service._history(conn, conversation_id)
-        job = _Job(
+            history, stored = await load_history(conn, conversation_id)
+        job = Job(
             principal=Principal(user_id=user, name=user, roles=ctx.roles),
             run_id=run_id,
             conversation_id=conversation_id,
@@ -103,4 +105,4 @@ class DurableRuntime:
             resumed=False,
             started=time.time(),
         )
-        await service._finish(job, run, True, ())
+        await service.finish(job, run, True, ())

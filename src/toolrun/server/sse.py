@@ -13,14 +13,13 @@ stops listening: the run goes on in its own task to its next safe point and is s
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from toolrun.models import clean_text
-from toolrun.server._service import RunHandle
+from toolrun.server._handle import RunHandle
+from toolrun.server._responses import json_text
 
 __all__ = ["SSE_DOC", "sse_events", "sse_response"]
 
@@ -38,8 +37,8 @@ async def sse_events(handle: RunHandle) -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(
             id=f"{handle.run_id}:{n}",
             event=event.kind,
-            # clean_text: a tool's value may hold a lone surrogate, which would cut the stream when encoded
-            data=clean_text(json.dumps(event.data(), ensure_ascii=False, separators=(",", ":"))),
+            # json_text cleans lone surrogates (a tool's value may hold one: encoded, it would cut the stream)
+            data=json_text(event.data()),
         )
 
 

@@ -50,7 +50,6 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from toolrun.models import clean_text
 from toolrun.server._events import (
     ConfirmationRequired,
     JobFinished,
@@ -64,6 +63,7 @@ from toolrun.server._events import (
     ToolCallProgress,
     ToolCallStarted,
 )
+from toolrun.server._responses import json_text
 from toolrun.server.protocols._common import (
     CallTracker,
     DecisionError,
@@ -210,7 +210,7 @@ class AGUIEncoder:
             return self._encoder.encode(event)
         except ValueError:  # a string no UTF-8 takes (a tool's value, a client's echoed input): clean it
             data = event.model_dump(by_alias=True, exclude_none=True)
-            return f"data: {clean_text(json.dumps(data, ensure_ascii=False, default=str))}\n\n"
+            return f"data: {json_text(data)}\n\n"
 
     def run_started(self) -> list[str]:
         """`RUN_STARTED`, once: the first frame of every run."""

@@ -18,13 +18,11 @@ until the route finds it in the server's pending record.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolrun.models import clean_text
 from toolrun.server._events import (
     ConfirmationRequired,
     JobFinished,
@@ -38,6 +36,7 @@ from toolrun.server._events import (
     ToolCallProgress,
     ToolCallStarted,
 )
+from toolrun.server._responses import json_text
 from toolrun.server.protocols._common import (
     CallTracker,
     DecisionError,
@@ -168,7 +167,7 @@ class AISDKEncoder:
 
     @staticmethod
     def _frame(part: dict[str, Any]) -> str:
-        return f"data: {clean_text(json.dumps(part, ensure_ascii=False, default=str))}\n\n"
+        return f"data: {json_text(part)}\n\n"
 
     def start(self) -> list[str]:
         """The `start` part, once."""

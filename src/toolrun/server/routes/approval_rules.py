@@ -15,7 +15,7 @@ from fastapi import APIRouter, Path, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError, not_found
-from toolrun.server._service import iso_time
+from toolrun.server._views import iso_time
 from toolrun.server.deps import CurrentUser, State
 from toolrun.store import ApprovalRule
 

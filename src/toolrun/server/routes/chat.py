@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
 from toolrun.server._errors import OVERLOADED, PROBLEM_RESPONSES, problem_doc
+from toolrun.server._responses import FastJSONResponse
 from toolrun.server.deps import Chat, CurrentUser
 from toolrun.server.schemas import ChatRequest, ChatResponse
 from toolrun.server.sse import SSE_DOC, sse_response
@@ -29,7 +29,7 @@ async def post_chat(body: ChatRequest, user: CurrentUser, chat: Chat) -> Any:
     """Send a message; answers when the run completes or pauses for a confirmation."""
     handle = await chat.start_message(user, body.message, conversation_id=body.conversation_id)
     # Built by the service, documented by response_model: sent as is, without validating it a second time.
-    return JSONResponse(await handle.result())
+    return FastJSONResponse(await handle.result())
 
 
 @router.post("/chat/stream", response_class=EventSourceResponse, responses={**_CONFLICT, **SSE_DOC})

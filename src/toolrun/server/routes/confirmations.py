@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Path
-from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
 from toolrun.server._errors import OVERLOADED, PROBLEM_RESPONSES, problem_doc
+from toolrun.server._responses import FastJSONResponse
 from toolrun.server.deps import Chat, CurrentUser
 from toolrun.server.schemas import ChatResponse, DecisionRequest, EditPreview, EditRequest, PendingList
 from toolrun.server.sse import SSE_DOC, sse_response
@@ -42,7 +42,7 @@ async def decide(
         user, confirmation_id, approve=body.approve, arguments=body.arguments, reason=body.reason
     )
     # Built by the service, documented by response_model: sent as is, without validating it a second time.
-    return JSONResponse(await handle.result())
+    return FastJSONResponse(await handle.result())
 
 
 @router.post(

@@ -1,0 +1,171 @@
+"""The read side of the chat service: pending confirmations, conversations, their messages; and deleting one.
+
+Functions of the database and the confirmation store only (no agent, no runs): `ChatService` exposes them
+as its methods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from toolrun.server import _db, _recovery
+from toolrun.server._errors import ServiceError, not_found
+from toolrun.server._statements import load_history
+from toolrun.server._users import Principal
+from toolrun.server._views import iso_time, message_view, pending_item
+from toolrun.store import ConfirmationStore
+
+__all__ = ["delete_conversation", "get_conversation", "list_conversations", "pending"]
+
+
+async def pending(
+    engine: AsyncEngine, confirmations: ConfirmationStore, principal: Principal
+) -> list[dict[str, Any]]:
+    """The user's pending confirmations (unexpired), oldest first, from the confirmation store."""
+    records = await confirmations.list_pending(principal.user_id, now=time.time())
+    if not records:
+        return []
+    rc = _db.run_confirmations
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                sa.select(rc.c.confirmation_id, rc.c.run_id, rc.c.conversation_id).where(
+                    rc.c.user_id == principal.user_id, rc.c.confirmation_id.in_([r.id for r in records])
+                )
+            )
+        ).all()
+    links = {r[0]: (r[1], r[2]) for r in rows}
+    return [
+        pending_item(r, run_id=links[r.id][0], conversation_id=links[r.id][1])
+        for r in records
+        if r.id in links
+    ]
+
+
+async def list_conversations(
+    engine: AsyncEngine, principal: Principal, *, limit: int = 50, offset: int = 0
+) -> list[dict[str, Any]]:
+    c = _db.conversations
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                sa.select(c.c.id, c.c.title, c.c.created_at, c.c.updated_at, c.c.pending_run_id)
+                .where(c.c.user_id == principal.user_id)
+                .order_by(c.c.updated_at.desc(), c.c.id)
+                .limit(limit)
+                .offset(offset)
+            )
+        ).all()
+    return [
+        {
+            "id": r[0],
+            "title": r[1],
+            "created_at": iso_time(r[2]),
+            "updated_at": iso_time(r[3]),
+            "awaiting_confirmation": r[4] is not None,
+        }
+        for r in rows
+    ]
+
+
+async def get_conversation(
+    engine: AsyncEngine, confirmations: ConfirmationStore, principal: Principal, conversation_id: str
+) -> dict[str, Any]:
+    c = _db.conversations
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                sa.select(
+                    c.c.id, c.c.title, c.c.created_at, c.c.updated_at, c.c.pending_run_id, c.c.lease_until
+                ).where(c.c.id == conversation_id, c.c.user_id == principal.user_id)
+            )
+        ).first()
+        if row is None:
+            raise not_found("conversation")
+        history, _ = await load_history(conn, conversation_id)
+        r = _db.runs
+        last = (
+            await conn.execute(
+                sa.select(r.c.id, r.c.status, r.c.partial)
+                .where(r.c.conversation_id == conversation_id, r.c.user_id == principal.user_id)
+                .order_by(r.c.created_at.desc())
+                .limit(1)
+            )
+        ).first()
+    status = None if last is None else last[1]
+    if last is not None and status == "running" and (row[5] is None or row[5] < time.time()):
+        # A dead process's run (its lease lapsed): shown as what it is, its answer so far flagged
+        # interrupted, before the next message closes it in the records (`_recovery`).
+        status = "interrupted"
+        if last[2]:
+            seq = history[-1]["seq"] + 1 if history else 0
+            history.append(message_view(seq, last[0], _recovery.interrupted_message(last[2])))
+    mine = [
+        p for p in await pending(engine, confirmations, principal) if p["conversation_id"] == conversation_id
+    ]
+    return {
+        "id": row[0],
+        "title": row[1],
+        "created_at": iso_time(row[2]),
+        "updated_at": iso_time(row[3]),
+        "awaiting_confirmation": row[4] is not None,
+        "last_run": None if last is None else {"run_id": last[0], "status": status},
+        "messages": history,
+        "pending": mine,
+    }
+
+
+async def delete_conversation(
+    engine: AsyncEngine, confirmations: ConfirmationStore, principal: Principal, conversation_id: str
+) -> None:
+    """Delete a conversation with its messages, runs and pending confirmations (409 while a run works).
+
+    The conversation's row goes first, in one statement that also checks no run holds its lease: on
+    PostgreSQL it waits for a claim in flight and sees its result (a decision that claimed first → 409;
+    one that comes after → it finds nothing, 404), and a run that lost its lease finds no row to finish
+    in. So after a 204 nothing of the conversation runs or is written.
+    """
+    user = principal.user_id
+    c = _db.conversations
+    now = time.time()
+    async with engine.begin() as conn:
+        gone = await conn.execute(
+            c.delete().where(
+                c.c.id == conversation_id,
+                c.c.user_id == user,
+                sa.or_(c.c.lease_until.is_(None), c.c.lease_until < now),
+            )
+        )
+        if gone.rowcount != 1:
+            found = (
+                await conn.execute(sa.select(c.c.id).where(c.c.id == conversation_id, c.c.user_id == user))
+            ).first()
+            if found is None:
+                raise not_found("conversation")
+            raise ServiceError(409, "conversation_busy", "A run is working on this conversation; try again.")
+        rc = _db.run_confirmations
+        ids = [
+            r[0]
+            for r in await conn.execute(
+                sa.select(rc.c.confirmation_id).where(
+                    rc.c.conversation_id == conversation_id, rc.c.user_id == user
+                )
+            )
+        ]
+        await conn.execute(rc.delete().where(rc.c.conversation_id == conversation_id, rc.c.user_id == user))
+        await conn.execute(
+            _db.messages.delete().where(
+                _db.messages.c.conversation_id == conversation_id, _db.messages.c.user_id == user
+            )
+        )
+        await conn.execute(
+            _db.runs.delete().where(_db.runs.c.conversation_id == conversation_id, _db.runs.c.user_id == user)
+        )
+    for cid in ids:  # the approvals can no longer resume anything: withdraw them
+        with contextlib.suppress(Exception):
+            await confirmations.consume(cid, user_id=user)
