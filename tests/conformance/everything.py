@@ -138,10 +138,10 @@ async def greet(name: str) -> str:
 
 
 @tool(background=True, read_only=True)
-async def slow_compute(seconds: float = 0) -> str:
-    """Sleep `seconds`, then answer (runs as a task)."""
+async def slow_compute(seconds: float = 0, label: str = "") -> str:
+    """Sleep `seconds`, then answer (runs as a task); `label` only names the call (the scenarios send one)."""
     await asyncio.sleep(seconds)
-    return f"computed after {seconds} s"
+    return f"computed {label} after {seconds} s".replace("  ", " ")
 
 
 @tool(background=True, read_only=True)
