@@ -141,7 +141,7 @@ async def greet(name: str) -> str:
 async def slow_compute(seconds: float = 0, label: str = "") -> str:
     """Sleep `seconds`, then answer (runs as a task); `label` only names the call (the scenarios send one)."""
     await asyncio.sleep(seconds)
-    return f"computed {label} after {seconds} s".replace("  ", " ")
+    return f"computed {label} after {seconds} s" if label else f"computed after {seconds} s"
 
 
 @tool(background=True, read_only=True)
