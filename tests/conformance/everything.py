@@ -138,10 +138,10 @@ async def greet(name: str) -> str:
 
 
 @tool(background=True, read_only=True)
-async def slow_compute(seconds: float = 0) -> str:
-    """Sleep `seconds`, then answer (runs as a task)."""
+async def slow_compute(seconds: float = 0, label: str = "") -> str:
+    """Sleep `seconds`, then answer (runs as a task); `label` only names the call (the scenarios send one)."""
     await asyncio.sleep(seconds)
-    return f"computed after {seconds} s"
+    return f"computed {label} after {seconds} s" if label else f"computed after {seconds} s"
 
 
 @tool(background=True, read_only=True)
@@ -151,11 +151,36 @@ async def failing_job() -> str:
     raise ToolError("JOB_FAILED", "This job always fails")
 
 
+# The suite's `protocol_error_job` "panics into a protocol error" and wants the task `failed` with a
+# JSON-RPC error. A toolrun tool that raises is the tool's failure, reported as `completed` with an
+# `isError` result (exactly what the same call answers inline), so this one ends `completed`: the check
+# tasks-lifecycle:sep-2663-tasks-get-status-failed stays in expected-failures.yml.
+@tool(background=True, read_only=True)
+async def protocol_error_job() -> str:
+    """Crash with an unexpected exception (runs as a task)."""
+    raise RuntimeError("protocol_error_job crashed")
+
+
+# The suite's `confirm_delete` is a task that parks in `input_required` for an elicitation. A toolrun
+# background tool never asks for input; what asks is a destructive tool, and it asks before it runs (the
+# server's InputRequiredResult, answered on the retried `tools/call`), never from inside a task. So this
+# `confirm_delete` answers with that InputRequiredResult and creates no task: tasks-mrtr-input, which needs
+# the task in `input_required`, stays in expected-failures.yml; tasks-dispatch-and-envelope exercises its
+# tasks/update-ack step only when the call creates a task, so that step is not run here (the tasks/update
+# ack is covered by tests/mcp/test_mcp_tasks.py).
+@tool(destructive=True)
+async def confirm_delete(filename: str) -> str:
+    """Delete a file once the person confirms (asks before it runs; not a task)."""
+    return f"Deleted {filename}"
+
+
 registry = ToolRegistry(
     [
         greet,
         slow_compute,
         failing_job,
+        protocol_error_job,
+        confirm_delete,
         test_simple_text,
         test_image_content,
         test_audio_content,

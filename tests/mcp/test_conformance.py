@@ -6,7 +6,8 @@ tests/conformance/everything.py) is driven by the suite's server scenarios, once
 revision's requirement set: 2025-11-25 (the initialize handshake, sessions) and 2026-07-28 (stateless,
 per-request `_meta`). Each set also runs the scenarios it reports without scoring (pending, extensions).
 Every scenario must pass except those in tests/conformance/expected-failures.yml, each listed with its
-reason; one listed there that passes fails the run too (a stale entry).
+reason; one listed there that passes fails the run too (a stale entry; checked here as well, since the
+suite reports stale entries only for the scenarios it scores).
 
 The client scenarios run tests/conformance/client.py (`MCPToolset` + `ToolExecutor`, as a user writes
 them) against the suite's mock servers, for the same two requirement sets.
@@ -136,6 +137,24 @@ def _unexpected(output: Path, role: str) -> dict[str, list[str]]:
     return {scenario: checks for scenario, checks in unexpected.items() if checks}
 
 
+def _stale(output: Path, role: str) -> list[str]:
+    """The entries of expected-failures.yml that passed in this run: a scenario that ran without a failing
+    check, or a `scenario:check` whose check succeeded. The suite reports these itself only for the
+    scenarios it scores; the extensions' scenarios (io.modelcontextprotocol/tasks) it runs unscored."""
+    ran = {_scenario(path, output): json.loads(path.read_text()) for path in output.glob("**/checks.json")}
+    stale = []
+    for entry in sorted(_expected(role)):
+        if entry in ran:
+            if not any(c["status"] in ("FAILURE", "WARNING") for c in ran[entry]):
+                stale.append(entry)
+            continue
+        scenario, _, check = entry.partition(":")
+        statuses = {c["status"] for c in ran.get(scenario, ()) if c["id"] == check}
+        if check and statuses == {"SUCCESS"}:
+            stale.append(entry)
+    return stale
+
+
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
 def test_server_scenarios_pass(suite: Path, server_url: str, revision: str, tmp_path: Path) -> None:
@@ -160,6 +179,8 @@ def test_server_scenarios_pass(suite: Path, server_url: str, revision: str, tmp_
     )
     unexpected = _unexpected(tmp_path, "server")
     assert not unexpected, f"scenarios failing against toolrun ({revision}): {unexpected}"
+    stale = _stale(tmp_path, "server")
+    assert not stale, f"listed in {BASELINE.name} but passing ({revision}): {stale}"
     assert result.returncode == 0, (
         f"the conformance suite exited {result.returncode} ({revision}):\n{result.stdout[-6000:]}"
     )
@@ -192,6 +213,8 @@ def test_client_scenarios_pass(suite: Path, revision: str, tmp_path: Path) -> No
     )
     unexpected = _unexpected(tmp_path, "client")
     assert not unexpected, f"scenarios failing against toolrun's client ({revision}): {unexpected}"
+    stale = _stale(tmp_path, "client")
+    assert not stale, f"listed in {BASELINE.name} but passing ({revision}): {stale}"
     assert result.returncode == 0, (
         f"the conformance suite exited {result.returncode} ({revision}):\n{result.stdout[-6000:]}"
     )

@@ -218,6 +218,44 @@ async def test_over_http_each_user_sees_only_their_own_tasks(tasks_server: Toolr
 
 
 @pytest.mark.slow
+async def test_over_http_a_tasks_request_names_its_task_in_mcp_name(tasks_server: ToolrunMCPServer) -> None:
+    """*Streamable HTTP: Routing Headers* with SEP-2243's rules: a `tasks/*` request whose `Mcp-Name` is
+    missing or names another task is refused with -32020 (HeaderMismatch) and HTTP 400."""
+    import httpx2
+
+    app = create_http_app(tasks_server, resolve_principal=_resolve, stateless=True, json_response=True)
+    meta = {
+        types.PROTOCOL_VERSION_META_KEY: "2026-07-28",
+        types.CLIENT_CAPABILITIES_META_KEY: {"extensions": {TASKS: {}}},
+    }
+    async with serving(app) as base, httpx2.AsyncClient(base_url=base) as http:
+
+        async def rpc(method: str, params: dict[str, Any], name: str | None) -> httpx2.Response:
+            headers = {
+                "Authorization": "Bearer tok-alice",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": method,
+            }
+            if name is not None:
+                headers["Mcp-Name"] = name
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+            return await http.post("/mcp", json=body, headers=headers)
+
+        report = {"name": "build_report", "arguments": {"month": "2026-11"}}
+        created = (await rpc("tools/call", report, "build_report")).json()["result"]
+        task_id = created["taskId"]
+        matched = await rpc("tasks/get", {"taskId": task_id}, task_id)
+        other = await rpc("tasks/get", {"taskId": task_id}, "task_" + "0" * 32)
+        missing = await rpc("tasks/cancel", {"taskId": task_id}, None)
+        await rpc("tasks/cancel", {"taskId": task_id}, task_id)
+    assert matched.status_code == 200 and matched.json()["result"]["taskId"] == task_id
+    for refused in (other, missing):
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == types.HEADER_MISMATCH
+
+
+@pytest.mark.slow
 async def test_on_2025_connections_tasks_are_listed_and_read_for_their_owner_only(
     tasks_server: ToolrunMCPServer,
 ) -> None:

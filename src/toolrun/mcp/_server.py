@@ -398,6 +398,8 @@ class _Handlers:
         store = self.tasks
         if store is None:
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:  # the headers first, as the SDK's own checks
+            _tasks.check_routing_header(getattr(ctx.request, "headers", None), task_id)
         if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION and not self._task_era(ctx):
             raise _tasks.missing_capability()
         if not task_id or len(task_id) > _tasks.MAX_TASK_ID:

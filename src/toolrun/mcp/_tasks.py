@@ -24,7 +24,9 @@ What a client sees (section names are the specification's):
   (cooperatively: its tool is cancelled, and it ends `cancelled`); a finished one stays as it finished.
 - *Error Handling*: an unknown, expired, tampered or someone else's task id is `-32602` for each of the
   three methods (the same answer, so a caller learns nothing about other callers' ids); a request to
-  `tasks/*` that does not declare the extension is `-32021` with the `requiredCapabilities` data.
+  `tasks/*` that does not declare the extension is `-32021` with the `requiredCapabilities` data; over
+  Streamable HTTP, one whose `Mcp-Name` header is missing or is not its `taskId` is `-32020` (HTTP 400;
+  *Streamable HTTP: Routing Headers*).
 - *Security Considerations*: ids carry 128 random bits; every request is checked against the caller
   (the principal's user id), and there is no `tasks/list`.
 
@@ -45,6 +47,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from pydantic import Field
 
 from toolrun.results import ErrorCode, ToolResult
@@ -57,6 +60,7 @@ __all__ = [
     "TaskIdParams",
     "TaskStore",
     "TaskUpdateParams",
+    "check_routing_header",
     "create_task_result",
     "detailed_task",
     "missing_capability",
@@ -266,6 +270,20 @@ def missing_capability() -> MCPError:
         message="Missing required client capability",
         data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
     )
+
+
+def check_routing_header(headers: Mapping[str, str] | None, task_id: str) -> None:
+    """`-32020` (HeaderMismatch, HTTP 400) for a `tasks/*` request over Streamable HTTP whose `Mcp-Name`
+    header is missing or names another task than `params.taskId` (*Streamable HTTP: Routing Headers*, with
+    SEP-2243's validation rules, as the SDK applies them to `tools/call`'s `params.name`). Requests that
+    came over no HTTP transport (`headers` None: stdio, in-memory) have no header to check."""
+    if headers is None:
+        return
+    if decode_header_value(headers.get(MCP_NAME_HEADER)) != task_id:
+        raise MCPError(
+            code=types.HEADER_MISMATCH,
+            message=f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter",
+        )
 
 
 def task_not_found() -> MCPError:
