@@ -32,6 +32,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from processes import stop
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_DIR = ROOT / "tests" / "conformance"
 NODE = SUITE_DIR / "node_modules" / ".bin" / "node"
@@ -93,14 +95,7 @@ def server_url() -> Iterator[str]:
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        assert process.stderr is not None
-        process.stderr.close()
+        stop(process)
 
 
 _STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")

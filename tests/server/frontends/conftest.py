@@ -18,6 +18,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from processes import stop
+
 JS_DIR = Path(__file__).resolve().parents[2] / "js"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -70,13 +72,7 @@ def _serve(directory: Path, *args: str) -> Iterator[LiveServer]:
         info = json.loads(line)
         yield LiveServer(url=f"http://127.0.0.1:{info['port']}", alice=info["alice"], bob=info["bob"])
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+        stop(process)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from processes import stop
+
 from ._rich import STEPS, chart_png
 from .conftest import run_node
 
@@ -64,12 +66,7 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def drive(js: Path, transport: str, http_url: str | None = None) -> dict[str, Any]:

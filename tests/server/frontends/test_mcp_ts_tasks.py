@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from processes import stop
+
 from .conftest import run_node
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -32,13 +34,7 @@ def mcp_url() -> Iterator[str]:
         assert line, "the MCP server did not start"
         yield f"http://127.0.0.1:{json.loads(line)['port']}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+        stop(process)
 
 
 def test_the_typescript_sdk_runs_background_tools_as_tasks(mcp_url: str, node_clients: Path) -> None:

@@ -55,28 +55,28 @@ async def test_a_real_crash_mid_answer_is_marked_interrupted_and_the_page_comes_
         )
         first.kill()
 
-        cut = page.wait(
-            lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant.interrupted"), "an interrupted answer"
-        )
-        assert "Working on it." in cut[-1].text and "Interrupted" in cut[-1].text
+        # Texts are read in one script each time: the page re-renders the messages when it reconnects.
+        def texts(selector: str) -> list[str]:
+            found = page.js(f"return [...document.querySelectorAll({selector!r})].map(e => e.innerText)")
+            return list(found)
+
+        cut = page.wait(lambda d: texts(".msg.assistant.interrupted"), "an interrupted answer")
+        assert "Working on it." in cut[-1] and "Interrupted" in cut[-1]
         error = browser.find_element(By.ID, "error")
         assert error.is_displayed() and "Reconnecting" in error.text
         page.shot("crash-interrupted")
 
         second = CrashServer(tmp_path, db, port)  # a new process, the same port and database
         page.wait(lambda d: not d.find_element(By.ID, "error").is_displayed(), "the page to reconnect", 40)
-        interrupted = ".msg.assistant.interrupted"
-        kept = page.wait(lambda d: d.find_elements(By.CSS_SELECTOR, interrupted), "the kept partial answer")
-        assert "Working on it." in kept[-1].text  # what the server kept, shown as cut
-        assert page.user_messages() == ["slow please"]
+        kept = page.wait(
+            lambda d: [t for t in texts(".msg.assistant.interrupted") if "Working on it." in t],
+            "the kept partial answer, shown as cut",
+        )
+        assert kept and page.user_messages() == ["slow please"]
 
         await asyncio.sleep(LEASE)  # the dead process's lease runs out: the conversation is free again
         _type(page, "are you there?")
-        page.wait(
-            lambda d: [m for m in d.find_elements(By.CSS_SELECTOR, ".msg.assistant .body") if m.text == "ok"],
-            "the answer to the next message",
-            30,
-        )
+        page.wait(lambda d: "ok" in texts(".msg.assistant .body"), "the answer to the next message", 30)
         assert not browser.find_element(By.ID, "error").is_displayed()
         page.shot("crash-recovered")
     finally:

@@ -14,6 +14,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from processes import stop
+
 from .conftest import LiveServer, run_node
 from .test_page_states import States
 
@@ -41,13 +43,7 @@ def jobs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Live
         live = LiveServer(url=f"http://127.0.0.1:{info['port']}", alice=info["alice"], bob=info["bob"])
         yield live, directory
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+        stop(process)
 
 
 @pytest.fixture(scope="module")
