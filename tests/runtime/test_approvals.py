@@ -321,3 +321,56 @@ async def test_a_user_quota_spans_tools_and_users_are_apart(make_executor: Any) 
     assert over is not None and over.code == ErrorCode.RATE_LIMITED and over.details["quota"] is True
     assert 0 < over.details["retry_after"] <= 1800
     assert (await ex.execute(call("two"), u2)).status == "ok"
+
+
+async def test_a_rules_decision_is_an_event_naming_the_rule_and_its_refusal_names_the_call(
+    notes_db: Path, make_executor: Any
+) -> None:
+    """Subscribers see which rule decided (its id in place of a confirmation id); the refusal a deny rule
+    gives is the model's to read: this call's id and tool, what happened, what to do instead."""
+    from toolrun.runtime import ConfirmationResolved
+
+    runs: list[dict[str, Any]] = []
+    ex: ToolExecutor = make_executor(*make_tools(notes_db, runs))
+    seen: list[Any] = []
+    ex.subscribe(seen.append, ConfirmationResolved)
+    u1 = ToolContext(user_id="u1")
+    allow = await ex.approval_rules.add(
+        ApprovalRule(user_id="u1", tool="delete_note", arguments={"note_id": "n2"})
+    )
+    assert (await ex.execute(call("delete_note", {"note_id": "n2"}, id="c-allow"), u1)).status == "ok"
+    deny = await ex.approval_rules.add(ApprovalRule(user_id="u1", tool="delete_note", decision="deny"))
+    refused = await ex.execute(call("delete_note", {"note_id": "n1"}, id="c-deny"), u1)
+    await asyncio.sleep(0)
+    assert [(e.call_id, e.tool_name, e.confirmation_id, e.decision) for e in seen] == [
+        ("c-allow", "delete_note", allow.id, "approved"),
+        ("c-deny", "delete_note", deny.id, "denied"),
+    ]
+    assert (refused.call_id, refused.tool_name) == ("c-deny", "delete_note")
+    assert refused.error is not None
+    assert refused.error.message == (
+        "The user has a standing rule to refuse 'delete_note' calls like this one; it did not run."
+    )
+    assert refused.error.recover_action == "Do not try this action again; tell the user if they need it."
+    assert runs == [{"note_id": "n2", "user": "u1"}]
+
+
+async def test_a_rule_store_that_fails_holds_the_call_and_says_why_in_the_log(
+    notes_db: Path, make_executor: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken(InMemoryApprovalRuleStore):
+        def empty(self) -> bool | None:
+            return False  # it may hold rules: it has to be read
+
+        async def list_rules(self, user_id: str, *, tool: str | None = None) -> list[ApprovalRule]:
+            raise ConnectionError("rules database down")
+
+    runs: list[dict[str, Any]] = []
+    ex: ToolExecutor = make_executor(*make_tools(notes_db, runs), approval_rules=Broken())
+    with caplog.at_level("WARNING", logger="toolrun"):
+        held = await ex.execute(call("delete_note", {"note_id": "n1"}), ToolContext(user_id="u1"))
+    assert held.status == "confirmation_required" and runs == []  # fails closed: a person decides
+    (record,) = [r for r in caplog.records if "Approval rules could not be read" in r.getMessage()]
+    assert record.getMessage().startswith("Approval rules could not be read; the call is held")
+    assert record.exc_info is not None and record.exc_info[0].__name__ == "ConnectionError"  # redacted
+    assert record.name == "toolrun" and record.levelname == "ERROR"
