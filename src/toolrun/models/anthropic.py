@@ -20,7 +20,7 @@ How toolrun's neutral conversation maps onto the Messages API:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from toolrun.models._base import RetryPolicy
@@ -120,7 +120,7 @@ def _replayed(message: AssistantMessage) -> list[dict[str, Any]] | None:
     return [dict(b) for b in blocks]
 
 
-def _container(messages: list[Any]) -> str | None:
+def _container(messages: Sequence[Any]) -> str | None:
     """The code-execution container the conversation's latest turn ran in, for the next request."""
     for message in reversed(messages):
         if isinstance(message, AssistantMessage) and message.provider_data:
@@ -280,7 +280,7 @@ class AnthropicModel(_SDKClientModel):
         }
         if system:
             body["system"] = "\n\n".join(system)
-        container = _container(list(request.messages))
+        container = _container(request.messages)
         if container is not None:
             body["container"] = container
         if len(request.tools):
@@ -437,6 +437,14 @@ def _result_content(message: ToolResultMessage) -> Any:
     return AnthropicFormat().tool_result_message(result)["content"]
 
 
+_STREAMED = {
+    "text_delta": ("text", "text"),
+    "thinking_delta": ("thinking", "thinking"),
+    "input_json_delta": ("input", "partial_json"),
+}
+"""A delta type → (the block field it extends, the delta key holding the piece)."""
+
+
 class _Assembler(StreamAssembler):
     """The stream assembler, knowing which content blocks are the client's `tool_use` calls."""
 
@@ -446,33 +454,39 @@ class _Assembler(StreamAssembler):
         """Indexes of the `tool_use` blocks opened so far."""
         self.blocks: dict[int, dict[str, Any]] = {}
         """Every content block as it will be replayed, by index (built from its start and its deltas)."""
-        self._json: dict[int, list[str]] = {}
+        self._pieces: dict[int, dict[str, list[str]]] = {}
+        """A block's streamed fields (`text`, `thinking`, the `input` JSON) in pieces, joined when it
+        closes (one join, not a copy of the growing string per delta)."""
 
     def open_block(self, index: Any, block: Mapping[str, Any]) -> None:
         if isinstance(index, int) and isinstance(block, Mapping):
             self.blocks[index] = dict(block)
+            self._pieces[index] = {}
 
     def add_delta(self, index: Any, delta: Mapping[str, Any]) -> None:
-        block = self.blocks.get(index) if isinstance(index, int) else None
-        if block is None:
+        pieces = self._pieces.get(index) if isinstance(index, int) else None
+        if pieces is None:
             return
         kind = delta.get("type")
-        if kind == "text_delta":
-            block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
-        elif kind == "input_json_delta":
-            self._json.setdefault(index, []).append(str(delta.get("partial_json") or ""))
-        elif kind == "thinking_delta":
-            block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking") or "")
+        field, key = _STREAMED.get(str(kind), (None, None))
+        if field is not None and key is not None:
+            pieces.setdefault(field, []).append(str(delta.get(key) or ""))
         elif kind == "signature_delta":
-            block["signature"] = delta.get("signature")
+            self.blocks[index]["signature"] = delta.get("signature")
         elif kind == "citations_delta":
-            block.setdefault("citations", []).append(delta.get("citation"))
+            self.blocks[index].setdefault("citations", []).append(delta.get("citation"))
 
     def close_block(self, index: Any) -> None:
-        parts = self._json.pop(index, None) if isinstance(index, int) else None
-        if parts is not None and index in self.blocks:
+        pieces = self._pieces.pop(index, None) if isinstance(index, int) else None
+        if not pieces:
+            return
+        block = self.blocks[index]
+        for field in ("text", "thinking"):
+            if field in pieces:
+                block[field] = str(block.get(field) or "") + "".join(pieces[field])
+        if "input" in pieces:
+            text = "".join(pieces["input"])
             try:
-                decoded = json.loads("".join(parts) or "{}")
+                block["input"] = json.loads(text or "{}")
             except ValueError:
-                decoded = {"_invalid_arguments": "".join(parts)}
-            self.blocks[index]["input"] = decoded
+                block["input"] = {"_invalid_arguments": text}
