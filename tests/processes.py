@@ -1,8 +1,16 @@
-"""Subprocesses the tests start (servers, clients): stopping one the same way everywhere."""
+"""Subprocesses the tests start (servers, clients): a free port to give one, and stopping it."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def stop(process: subprocess.Popen[str]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -22,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from processes import free_port
 from test_docs import run_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,12 +87,6 @@ def test_the_wheel_is_what_imports_and_the_readme_runs(installed: Path, tmp_path
     run_page(ROOT / "README.md", installed / "python", cwd=tmp_path, env=_clean_env())
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_the_installed_console_script_migrates_and_serves_the_page(installed: Path, tmp_path: Path) -> None:
     """`toolrun db upgrade && toolrun serve --demo-user demo`, as the README says, from the installed
     script: the page, its script and the API answer."""
@@ -102,7 +96,7 @@ def test_the_installed_console_script_migrates_and_serves_the_page(installed: Pa
     assert subprocess.run([toolrun, "--help"], env=env, capture_output=True, timeout=60).returncode == 0
     upgrade = [toolrun, "db", "upgrade"]
     subprocess.run(upgrade, env=env, cwd=tmp_path, check=True, capture_output=True, timeout=60)
-    port = _free_port()
+    port = free_port()
     serve = subprocess.Popen(
         [toolrun, "serve", "--demo-user", "demo", "--port", str(port)],
         env=env,

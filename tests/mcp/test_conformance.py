@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from processes import stop
+from processes import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_DIR = ROOT / "tests" / "conformance"
@@ -62,17 +62,10 @@ def suite() -> Path:
     return CLI
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
     """`toolrun mcp serve everything:registry --http` on a free port of 127.0.0.1, until the module ends."""
-    port = _free_port()
+    port = free_port()
     path = os.pathsep.join([str(SUITE_DIR), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])
     process = subprocess.Popen(
         [sys.executable, "-m", "toolrun.mcp", "serve", "everything:registry", "--http", "--port", str(port)],

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from processes import stop
+from processes import free_port, stop
 
 from ._rich import STEPS, chart_png
 from .conftest import run_node
@@ -37,12 +37,6 @@ CALLS = [
 def environment() -> dict[str, str]:
     paths = [str(HERE), os.environ.get("PYTHONPATH", "")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

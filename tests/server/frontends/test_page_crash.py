@@ -8,7 +8,6 @@ test_page_states.py shows with a stand-in fetch."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from processes import free_port
+
 from ..test_crashes import LEASE, CrashServer, _rows, _setup, _until
 from .conftest import LiveServer
 from .test_page_browser import Page
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _type(page: Page, text: str) -> None:
@@ -40,7 +35,7 @@ async def test_a_real_crash_mid_answer_is_marked_interrupted_and_the_page_comes_
     browser: WebDriver, tmp_path: Path
 ) -> None:
     db, token = await _setup(tmp_path)
-    port = _free_port()
+    port = free_port()
     first = CrashServer(tmp_path, db, port)
     second: CrashServer | None = None
     try:
