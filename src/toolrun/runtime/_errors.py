@@ -113,25 +113,30 @@ def confirmation_denied(
     )
 
 
-def confirmation_expired(call_id: str, tool_name: str, *, reason: str) -> ToolResult:
-    """`expired` → `CONFIRMATION_EXPIRED`; `unknown_or_used` → `CONFIRMATION_NOT_FOUND`: the same answer for
-    an unknown id, one already used or decided, and another user's or run's, so nothing about others leaks."""
-    if reason == "expired":
-        code = ErrorCode.CONFIRMATION_EXPIRED
-        message = "The approval for this action has expired; the action did not run."
-    else:
-        code = ErrorCode.CONFIRMATION_NOT_FOUND
-        message = (
-            "No pending approval with this id is yours to use: it is unknown, was already used or decided, "
-            "or is not yours. The action did not run."
-        )
+def confirmation_expired(call_id: str, tool_name: str) -> ToolResult:
+    """The approval came too late: `CONFIRMATION_EXPIRED` (reason `expired`)."""
     return fail(
         call_id,
         tool_name,
-        code,
-        message,
+        ErrorCode.CONFIRMATION_EXPIRED,
+        "The approval for this action has expired; the action did not run.",
         recover_action="Call the tool again to ask the user for a new confirmation.",
-        details={"reason": reason},
+        details={"reason": "expired"},
+    )
+
+
+def confirmation_not_found(call_id: str, tool_name: str) -> ToolResult:
+    """No pending approval of this id is the caller's: `CONFIRMATION_NOT_FOUND` (reason `unknown_or_used`),
+    the same answer for an unknown id, one already used or decided, and another user's or run's, so
+    nothing about others leaks."""
+    return fail(
+        call_id,
+        tool_name,
+        ErrorCode.CONFIRMATION_NOT_FOUND,
+        "No pending approval with this id is yours to use: it is unknown, was already used or decided, "
+        "or is not yours. The action did not run.",
+        recover_action="Call the tool again to ask the user for a new confirmation.",
+        details={"reason": "unknown_or_used"},
     )
 
 

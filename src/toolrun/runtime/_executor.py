@@ -372,10 +372,10 @@ class ToolExecutor:
             or found.run_id not in (None, context.run_id)
             or (not context.user_id and self.confirmation.require_user)
         ):
-            return _errors.confirmation_expired("", "", reason="unknown_or_used")
+            return _errors.confirmation_not_found("", "")
         call_id = str(found.call.get("id", ""))
         if found.expired(self._clock()):
-            return _errors.confirmation_expired(call_id, found.tool_name, reason="expired")
+            return _errors.confirmation_expired(call_id, found.tool_name)
         tool = self.registry.find(found.tool_name)
         if tool is None:
             return _errors.not_found(call_id, found.tool_name, [])
@@ -994,7 +994,7 @@ class ToolExecutor:
                 if taken is not None and not taken.expired(self._clock()):
                     return taken
                 if taken is None:
-                    result = _errors.confirmation_expired("", "", reason="unknown_or_used")
+                    result = _errors.confirmation_not_found("", "")
                     if self.events.active:
                         self.events.emit(
                             ConfirmationResolved(
@@ -1008,7 +1008,7 @@ class ToolExecutor:
                         )
                 else:
                     call_id = str(taken.call.get("id", ""))
-                    result = _errors.confirmation_expired(call_id, taken.tool_name, reason="expired")
+                    result = _errors.confirmation_expired(call_id, taken.tool_name)
                     self._resolved(taken, context, "expired")
         result.duration = _perf() - start
         if self._audit_enabled():

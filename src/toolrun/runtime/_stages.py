@@ -282,7 +282,7 @@ class ConfirmationStage:
             pending = await self.store.get(confirmation_id)
             if pending is None or pending.user_id != user:
                 self._resolved(inv, confirmation_id, "unknown")
-                return _errors.confirmation_expired(inv.call.id, inv.tool.name, reason="unknown_or_used")
+                return _errors.confirmation_not_found(inv.call.id, inv.tool.name)
             if not self._matches(pending, inv):
                 self._resolved(inv, confirmation_id, "mismatch")
                 return self._mismatch(inv)
@@ -291,10 +291,10 @@ class ConfirmationStage:
             return inv.executor.internal_error(inv, exc, "could not check its approval", retryable=True)
         if taken is None:  # someone else consumed it between our look and our take
             self._resolved(inv, confirmation_id, "unknown")
-            return _errors.confirmation_expired(inv.call.id, inv.tool.name, reason="unknown_or_used")
+            return _errors.confirmation_not_found(inv.call.id, inv.tool.name)
         if taken.expired(self._clock()):
             self._resolved(inv, confirmation_id, "expired")
-            return _errors.confirmation_expired(inv.call.id, inv.tool.name, reason="expired")
+            return _errors.confirmation_expired(inv.call.id, inv.tool.name)
         if not self._matches(taken, inv):
             self._resolved(inv, confirmation_id, "mismatch")
             return self._mismatch(inv)
