@@ -261,11 +261,5 @@ def audit_refused(executor: ToolExecutor, checked: CheckedCalls, ctx: ToolContex
     them would cost more than the refusal itself.
     """
     refused = checked.refused
-    if not refused or not executor._audit_enabled():
-        return
-    registry = executor.registry
-    for call in checked.calls:
-        result = refused.get(call.id)
-        if result is not None:  # (a NOT_FOUND call's kept name is never a registered one: see check_calls)
-            tool = call.name if registry.find(call.name) is not None else None
-            executor._audit("execute", result, tool, ctx, None)
+    if refused:
+        executor.audit_refusals((refused[c.id] for c in checked.calls if c.id in refused), ctx)

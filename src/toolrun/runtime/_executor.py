@@ -1049,6 +1049,18 @@ class ToolExecutor:
         logger = self._audit_logger
         return bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
 
+    def audit_refusals(self, refused: Iterable[ToolResult], context: ToolContext[Any]) -> None:
+        """Write the content-free audit records of calls refused before they reached `execute` (an agent's
+        model boundary does this), as for the executor's own refusals: action `execute`, the error code,
+        no argument hash. A result names its tool only when that name is registered here (an unknown name is
+        what the model wrote, and stays out of the trail)."""
+        if not self._audit_enabled():
+            return
+        for result in refused:
+            name = result.tool_name
+            tool = name if name and self.registry.find(name) is not None else None
+            self._audit("execute", result, tool, context, None)
+
     def _hash_of(self, inv: Invocation | None, call: ToolCall) -> str | None:
         try:
             if inv is not None:
