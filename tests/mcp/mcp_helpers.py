@@ -39,11 +39,13 @@ def text(result: types.CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """Run an ASGI app with uvicorn on 127.0.0.1 (a free port); yields its base URL."""
+async def serving(app: Any, http: str = "auto") -> AsyncIterator[str]:
+    """Run an ASGI app with uvicorn on 127.0.0.1 (a free port); yields its base URL. `http`: uvicorn's
+    HTTP parser (`h11`, `httptools`; `auto` takes httptools where installed, as `toolrun serve` does)."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", http=http)
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
         while not server.started:

@@ -3,6 +3,8 @@ the `Mcp-Param-*` schema lookup, at the JSON-RPC level."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -232,6 +234,40 @@ async def test_mcp_param_headers_are_checked_against_the_tool_schema_over_http()
                 headers={**headers, "Mcp-Name": "add"},
             )
             assert plain.status_code == 200 and plain.json()["result"]["structuredContent"] == {"result": 3}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parser", ["h11", "httptools"])
+async def test_routing_headers_are_read_without_the_whitespace_around_them(parser: str) -> None:
+    # RFC 9110 §5.5: a field value excludes the OWS around it. h11 strips it, httptools does not, and the
+    # SDK compares Mcp-Name with params.name as given (MCP conformance: whitespace-header-value). The
+    # request is written on a raw socket: HTTP clients refuse to send such a value.
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add",'
+        b'"arguments":{"a":1,"b":2},"_meta":' + json.dumps(ENVELOPE).encode() + b"}}"
+    )
+
+    async def call(name: bytes) -> tuple[int, dict[str, Any]]:
+        reader, writer = await asyncio.open_connection(host, port)
+        head = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            b"Mcp-Method:  tools/call\t\r\nMcp-Name: " + name + b"\r\nConnection: close\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+        )
+        writer.write(head + body)
+        answer = await reader.read()
+        writer.close()
+        status_line, _, rest = answer.partition(b"\r\n")
+        return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2])
+
+    async with serving(create_http_app(header_tool_server(), json_response=True), http=parser) as base:
+        host, port = base.removeprefix("http://").split(":")
+        status, answer = await call(b"  add \t")
+        assert status == 200, answer
+        assert answer["result"]["structuredContent"] == {"result": 3}
+        status, answer = await call(b" lookup ")  # a different name is still refused
+        assert status == 400 and answer["error"]["code"] == types.HEADER_MISMATCH
 
 
 async def _results() -> list[tuple[Any, Any]]:

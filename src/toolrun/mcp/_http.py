@@ -130,6 +130,8 @@ class MCPHTTPEndpoint:
         return self.session_manager.run()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope = _without_ows(scope)
         if scope["type"] != "http" or self.resolve_principal is None:
             await self.session_manager.handle_request(scope, receive, send)
             return
@@ -214,6 +216,21 @@ class MCPHTTPEndpoint:
             _logger.exception("The MCP principal resolver failed; the request is refused")
             return None
         return principal if isinstance(principal, ToolContext) else None
+
+
+_OWS = b" \t"
+
+
+def _without_ows(scope: Scope) -> Scope:
+    """`scope` with its header values stripped of leading and trailing whitespace (RFC 9110 §5.5: a field's
+    value excludes the OWS around it). uvicorn's h11 parser strips it, its httptools parser (the one
+    `uvicorn[standard]` installs) passes it on, and the SDK compares `Mcp-Name` and `Mcp-Method` with the
+    body as they come: `Mcp-Name: "  add  "` was refused under httptools (MCP conformance,
+    `sep-2243-server-accepts-whitespace-header-value`)."""
+    headers = scope["headers"]
+    if not any(value[:1] in (b" ", b"\t") or value[-1:] in (b" ", b"\t") for _, value in headers):
+        return scope
+    return {**scope, "headers": [(name, value.strip(_OWS)) for name, value in headers]}
 
 
 def create_http_app(
