@@ -306,21 +306,33 @@ def _status(record: Mapping[str, Any]) -> str:
     return status if status in _FINAL else "working"
 
 
-def _task_fields(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
-    """The `Task` fields (*Tasks*)."""
-    status = _status(record)
+def task_fields(
+    record: Mapping[str, Any],
+    store: TaskStore,
+    status: str,
+    *,
+    ttl_key: str = "ttlMs",
+    poll_key: str = "pollIntervalMs",
+) -> dict[str, Any]:
+    """The `Task` fields of `record` shown as `status`; the 2025-11-25 revision names the two timings
+    `ttl` and `pollInterval` (`_tasks_legacy`), the 2026 extension `ttlMs` and `pollIntervalMs`."""
     out: dict[str, Any] = {
         "taskId": str(record["id"]),
         "status": status,
         "createdAt": _iso(float(record["created_at"])),
         "lastUpdatedAt": _iso(float(record["updated_at"])),
-        "ttlMs": None if store.ttl is None else round(store.ttl * 1000),
-        "pollIntervalMs": max(1, round(store.poll_interval * 1000)),
+        ttl_key: None if store.ttl is None else round(store.ttl * 1000),
+        poll_key: max(1, round(store.poll_interval * 1000)),
     }
     message = _status_message(record, status)
     if message:
         out["statusMessage"] = message
     return out
+
+
+def _task_fields(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
+    """The `Task` fields (*Tasks*)."""
+    return task_fields(record, store, _status(record))
 
 
 def _status_message(record: Mapping[str, Any], status: str) -> str | None:

@@ -28,7 +28,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from toolrun.mcp._tasks import TaskStore, _iso, _status_message, task_not_found
+from toolrun.mcp._tasks import TaskStore, task_fields, task_not_found
 from toolrun.results import ToolResult
 
 __all__ = [
@@ -74,19 +74,7 @@ def status(record: Mapping[str, Any]) -> str:
 
 def legacy_task(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
     """The 2025-11-25 `Task`."""
-    value = status(record)
-    out: dict[str, Any] = {
-        "taskId": str(record["id"]),
-        "status": value,
-        "createdAt": _iso(float(record["created_at"])),
-        "lastUpdatedAt": _iso(float(record["updated_at"])),
-        "ttl": None if store.ttl is None else round(store.ttl * 1000),
-        "pollInterval": max(1, round(store.poll_interval * 1000)),
-    }
-    message = _status_message(record, "working" if value == "working" else value)
-    if message:
-        out["statusMessage"] = message
-    return out
+    return task_fields(record, store, status(record), ttl_key="ttl", poll_key="pollInterval")
 
 
 async def legacy_result(
