@@ -25,10 +25,12 @@ APPROVE = {"type": "approve"}
 REJECT = {"type": "reject", "message": "keep it"}
 
 
-async def _before_tools(app: Any, cfg: dict[str, Any]) -> Any:
-    """The checkpoint at which the tools node was about to run (the one whose interrupt was answered)."""
+async def _before_tools(app: Any, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The config of the checkpoint at which the tools node was about to run (the one whose interrupt was
+    answered), for the same user (a snapshot's config names the thread and checkpoint only)."""
     history = [s async for s in app.aget_state_history(cfg)]
-    return next(s for s in history if s.next == ("tools",))
+    before = next(s for s in history if s.next == ("tools",))
+    return {"configurable": {**before.config["configurable"], "user_id": cfg["configurable"]["user_id"]}}
 
 
 def _one_message_per_call(state: dict[str, Any], ids: list[str]) -> dict[str, ToolMessage]:
@@ -48,8 +50,7 @@ async def test_a_time_travelled_positional_approval_runs_the_call_once(checkpoin
     assert runs == {"delete:1": 1}
     assert _one_message_per_call(state, ["b"])["b"].content == "deleted 1"
 
-    before = await _before_tools(app, cfg)
-    replayed = await app.ainvoke(answer, before.config)
+    replayed = await app.ainvoke(answer, await _before_tools(app, cfg))
     assert runs == {"delete:1": 1}  # not twice
     msg = _one_message_per_call(replayed, ["b"])["b"]
     assert msg.status == "error" and "CONFIRMATION_NOT_FOUND" in msg.content
@@ -75,7 +76,7 @@ async def test_parallel_held_calls_approve_one_deny_the_other_then_replay(checkp
     assert msgs["b"].content == "deleted 1" and "keep it" in msgs["c"].content
 
     for swapped in (answer, Command(resume={"decisions": [REJECT, APPROVE]})):
-        replayed = await app.ainvoke(swapped, (await _before_tools(app, cfg)).config)
+        replayed = await app.ainvoke(swapped, await _before_tools(app, cfg))
         assert runs["delete:1"] == 1 and runs["delete:2"] == 0
         msgs = _one_message_per_call(replayed, ["a", "b", "c"])
         assert msgs["a"].status == "success"  # the safe call is simply run again on a replay
@@ -97,7 +98,7 @@ async def test_a_time_travelled_edit_runs_once() -> None:
     answer = Command(resume={"decisions": [edit, APPROVE]})
     await app.ainvoke(answer, cfg)
     assert runs == {"lookup": 1, "delete:7": 1, "delete:2": 1}
-    replayed = await app.ainvoke(answer, (await _before_tools(app, cfg)).config)
+    replayed = await app.ainvoke(answer, await _before_tools(app, cfg))
     assert runs["delete:7"] == 1 and runs["delete:2"] == 1 and runs["delete:1"] == 0
     assert all(m.status == "error" for m in tool_messages(replayed) if m.tool_call_id in ("b", "c"))
 
@@ -110,7 +111,7 @@ async def test_time_travel_without_an_answer_asks_afresh_and_a_fresh_approval_ru
     cfg = config()
     first = (await app.ainvoke({"messages": [HumanMessage("go")]}, cfg))["__interrupt__"][0].value
     await app.ainvoke(Command(resume={"decisions": [APPROVE]}), cfg)
-    state = await app.ainvoke(None, (await _before_tools(app, cfg)).config)
+    state = await app.ainvoke(None, await _before_tools(app, cfg))
     again = state["__interrupt__"][0].value
     assert runs == {"delete:1": 1}
     [old], [new] = first["action_requests"], again["action_requests"]
@@ -148,7 +149,69 @@ async def test_a_replayed_positional_answer_is_audited_as_refused() -> None:
     await app.ainvoke({"messages": [HumanMessage("go")]}, cfg)
     await app.ainvoke(Command(resume={"decisions": [APPROVE]}), cfg)
     before = len(audit.records)
-    await app.ainvoke(Command(resume={"decisions": [APPROVE]}), (await _before_tools(app, cfg)).config)
+    await app.ainvoke(Command(resume={"decisions": [APPROVE]}), await _before_tools(app, cfg))
     codes = [r.code for r in audit.records[before:]]
     assert "CONFIRMATION_NOT_FOUND" in codes
     assert runs == {"delete:1": 1}
+
+
+async def test_every_answer_of_the_first_timeline_is_replayed_and_none_runs_a_call_again() -> None:
+    """LangGraph hands a re-run node all the answers its interrupts got, in order: here a refused one (an
+    edit the tool rejects), then the approval. Time-travelled, both come back first (whatever the new
+    resume value): the refused one is refused again, the approval finds the call held anew, unshown."""
+    runs: Runs = collections.Counter()
+    executor = ToolExecutor(make_tools(runs))
+    app = build(executor, [call("b", "delete_item", item_id="1")], InMemorySaver())
+    cfg = config()
+    await app.ainvoke({"messages": [HumanMessage("go")]}, cfg)
+    bad_edit = {"type": "edit", "edited_action": {"name": "delete_item", "args": {"item_id": 5}}}
+    state = await app.ainvoke(Command(resume={"decisions": [bad_edit]}), cfg)
+    assert "was refused" in state["__interrupt__"][0].value["error"]
+    await app.ainvoke(Command(resume={"decisions": [APPROVE]}), cfg)
+    assert runs == {"delete:1": 1}
+    replayed = await app.ainvoke(Command(resume={"decisions": [APPROVE]}), await _before_tools(app, cfg))
+    assert runs == {"delete:1": 1}
+    assert "CONFIRMATION_NOT_FOUND" in _one_message_per_call(replayed, ["b"])["b"].content
+    assert await executor.pending_confirmations(ToolContext(user_id="u1")) == []
+
+
+async def test_a_request_asked_again_under_a_new_id_is_decided_by_its_own_answer() -> None:
+    """One held call is approved elsewhere while the graph waits, and the graph's answer is refused (a bad
+    edit of the other call): the request comes back, the first call under a new id (the one shown now).
+    The answer to that request decides both calls, on this and every later re-run of the node."""
+    runs: Runs = collections.Counter()
+    executor = ToolExecutor(make_tools(runs))
+    app = build(executor, MIXED, InMemorySaver())
+    cfg = config()
+    first = (await app.ainvoke({"messages": [HumanMessage("go")]}, cfg))["__interrupt__"][0].value
+    shown = [a["confirmation_id"] for a in first["action_requests"]]
+    assert (await executor.approve(shown[0], ToolContext(user_id="u1"))).status == "ok"
+    bad_edit = {"type": "edit", "edited_action": {"name": "delete_item", "args": {"item_id": 5}}}
+    state = await app.ainvoke(Command(resume={"decisions": [APPROVE, bad_edit]}), cfg)
+    again = state["__interrupt__"][0].value
+    assert "edit of action 1" in again["error"]
+    now = [a["confirmation_id"] for a in again["action_requests"]]
+    assert now[0] != shown[0] and now[1] == shown[1]
+    state = await app.ainvoke(Command(resume={"decisions": [REJECT, APPROVE]}), cfg)
+    assert runs == {"delete:1": 1, "delete:2": 1, "lookup": 1}
+    msgs = _one_message_per_call(state, ["a", "b", "c"])
+    assert "CONFIRMATION_DENIED" in msgs["b"].content and msgs["c"].content == "deleted 2"
+
+
+async def test_a_positional_answer_fails_closed_when_the_held_calls_cannot_be_listed() -> None:
+    """The store cannot list what is held, so the node holds the calls anew: a positional answer was not
+    given for those, and nothing runs (answered by id, the request comes back instead)."""
+    from toolrun.store import InMemoryConfirmationStore
+
+    class Broken(InMemoryConfirmationStore):
+        async def list_pending(self, user_id: str, *, now: float) -> Any:
+            raise ConnectionError("store down")
+
+    runs: Runs = collections.Counter()
+    app = build(ToolExecutor(make_tools(runs), confirmations=Broken()), MIXED, InMemorySaver())
+    cfg = config()
+    await app.ainvoke({"messages": [HumanMessage("go")]}, cfg)
+    state = await app.ainvoke(Command(resume={"decisions": [APPROVE, APPROVE]}), cfg)
+    assert runs == {"lookup": 1}
+    msgs = _one_message_per_call(state, ["a", "b", "c"])
+    assert all("CONFIRMATION_NOT_FOUND" in msgs[c].content for c in ("b", "c"))
