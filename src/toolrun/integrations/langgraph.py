@@ -41,6 +41,13 @@ asking again, so the ids in the interrupt stay valid; each approval is consumed 
 (`CONFIRMATION_NOT_FOUND`) rather than running it twice. Denials produce a `ToolMessage` saying the user
 declined. Nothing runs before the answer, so no finished call is ever re-run by a resume.
 
+**A positional answer is bound to what was shown.** `{"decisions": [...]}` names no confirmation id, so it
+decides only the confirmations the node found still held (the ones its request showed). A call the node
+had to hold anew in this run (the shown confirmation was used by an earlier resume, as after a time
+travel to the checkpoint before the node; decided through another door; expired) was shown to nobody: its
+new confirmation is withdrawn unused and the call ends `CONFIRMATION_NOT_FOUND` (audited as a refusal),
+never approved by that answer. Answers keyed by confirmation id name their request themselves.
+
 **Who is calling.** The `ToolContext` comes from `context` (a context, or a function of the state and the
 config) or, by default, from `config["configurable"]["user_id"]`; its `conversation_id` defaults to the
 thread id, which is how the node tells its own confirmations from another thread's.
