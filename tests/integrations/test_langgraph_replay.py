@@ -215,3 +215,37 @@ async def test_a_positional_answer_fails_closed_when_the_held_calls_cannot_be_li
     assert runs == {"lookup": 1}
     msgs = _one_message_per_call(state, ["a", "b", "c"])
     assert all("CONFIRMATION_NOT_FOUND" in msgs[c].content for c in ("b", "c"))
+
+
+async def test_a_positional_answer_after_the_request_expired_runs_nothing() -> None:
+    """The shown confirmation expired while the person thought: the node holds the call anew (new id,
+    new expiry), and the late positional answer does not approve what it never saw."""
+    now = [1_000_000.0]
+    runs: Runs = collections.Counter()
+    executor = ToolExecutor(make_tools(runs), confirmation_ttl=60, clock=lambda: now[0])
+    app = build(executor, [call("b", "delete_item", item_id="1")], InMemorySaver())
+    cfg = config()
+    await app.ainvoke({"messages": [HumanMessage("go")]}, cfg)
+    now[0] += 61
+    state = await app.ainvoke(Command(resume={"decisions": [APPROVE]}), cfg)
+    assert runs == {}
+    assert "CONFIRMATION_NOT_FOUND" in _one_message_per_call(state, ["b"])["b"].content
+
+
+def test_a_sync_graph_time_travelled_with_a_positional_answer_runs_the_call_once(tmp_path: Any) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    runs: Runs = collections.Counter()
+    executor = ToolExecutor(make_tools(runs))
+    cfg = config()
+    with SqliteSaver.from_conn_string(str(tmp_path / "sync.sqlite")) as checkpointer:
+        app = build(executor, MIXED, checkpointer)
+        app.invoke({"messages": [HumanMessage("go")]}, cfg)
+        answer = Command(resume={"decisions": [APPROVE, APPROVE]})
+        app.invoke(answer, cfg)
+        assert runs == {"lookup": 1, "delete:1": 1, "delete:2": 1}
+        before = next(s for s in app.get_state_history(cfg) if s.next == ("tools",)).config
+        replayed = app.invoke(answer, {"configurable": {**before["configurable"], "user_id": "u1"}})
+    assert runs == {"lookup": 2, "delete:1": 1, "delete:2": 1}
+    msgs = _one_message_per_call(replayed, ["a", "b", "c"])
+    assert all("CONFIRMATION_NOT_FOUND" in msgs[c].content for c in ("b", "c"))
