@@ -345,7 +345,8 @@ async def _check_edits(
 async def _withdraw(executor: ToolExecutor, ctx: ToolContext[Any], h: _Held) -> ToolResult:
     """End a held call that a positional answer was not given for: its confirmation (held by this run of
     the node, never shown) is consumed unused, so no later answer can take it, and the call does not run.
-    The result is the executor's answer to an approval of a used id, audited as a refusal."""
+    The result carries the code and reason the executor gives an approval of a used id
+    (`CONFIRMATION_NOT_FOUND`, `unknown_or_used`), and is audited as a refusal."""
     try:
         await executor.confirmation.store.consume(h.confirmation_id, user_id=ctx.user_id or NO_USER)
     except Exception as exc:  # it expires on its own; the call still does not run
