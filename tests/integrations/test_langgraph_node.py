@@ -249,8 +249,13 @@ async def test_a_replayed_resume_runs_nothing_twice(checkpointer: Any) -> None:
     # Run the tools node again from the checkpoint before it (time travel): the approvals are used up.
     history = [s async for s in app.aget_state_history(cfg)]
     before_tools = next(s for s in history if s.next == ("tools",))
-    state = await app.ainvoke(Command(resume=dict.fromkeys(ids, True)), before_tools.config)
+    as_user = {"configurable": {**before_tools.config["configurable"], "user_id": "u1"}}
+    state = await app.ainvoke(Command(resume=dict.fromkeys(ids, True)), as_user)
     assert runs["delete:1"] == 1 and runs["delete:2"] == 1
+    # The calls are held anew under new ids, which the replayed answer does not name: asked again.
+    again = state["__interrupt__"][0].value
+    assert "unknown" in again["error"]
+    assert not {a["confirmation_id"] for a in again["action_requests"]} & set(ids)
 
 
 async def test_concurrent_resumes_run_each_approved_call_once() -> None:

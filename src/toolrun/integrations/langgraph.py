@@ -41,6 +41,13 @@ asking again, so the ids in the interrupt stay valid; each approval is consumed 
 (`CONFIRMATION_NOT_FOUND`) rather than running it twice. Denials produce a `ToolMessage` saying the user
 declined. Nothing runs before the answer, so no finished call is ever re-run by a resume.
 
+**A positional answer is bound to what was shown.** `{"decisions": [...]}` names no confirmation id, so it
+decides only the confirmations the node found still held (the ones its request showed). A call the node
+had to hold anew in this run (the shown confirmation was used by an earlier resume, as after a time
+travel to the checkpoint before the node; decided through another door; expired) was shown to nobody: its
+new confirmation is withdrawn unused and the call ends `CONFIRMATION_NOT_FOUND` (audited as a refusal),
+never approved by that answer. Answers keyed by confirmation id name their request themselves.
+
 **Who is calling.** The `ToolContext` comes from `context` (a context, or a function of the state and the
 config) or, by default, from `config["configurable"]["user_id"]`; its `conversation_id` defaults to the
 thread id, which is how the node tells its own confirmations from another thread's.
@@ -82,8 +89,8 @@ from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
 from toolrun.models import SystemMessage as TRSystemMessage
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolResult
-from toolrun.runtime import ToolExecutor
-from toolrun.store import PendingConfirmation
+from toolrun.runtime import ToolExecutor, _errors
+from toolrun.store import NO_USER, PendingConfirmation
 from toolrun.tools import ProgressThrottle, ToolCall, ToolContext
 
 __all__ = [
@@ -139,6 +146,9 @@ class _Held:
     summary: str
     preview: str | None = None
     """The text the person approves (the tool's preview from the application's records), if any."""
+    fresh: bool = False
+    """Held by this run of the node: no request listing this confirmation was shown before it, so an
+    answer that names no confirmation id (a positional one) cannot have been given for it."""
 
 
 def _needs_confirmation(executor: ToolExecutor, name: Any) -> bool:
@@ -160,11 +170,10 @@ async def _hold(
     new ones from the executor. Calls the executor refuses outright (access, arguments) are results."""
     existing: dict[str, PendingConfirmation] = {}
     listed: list[PendingConfirmation] = []
-    if ctx.user_id:
-        try:
-            listed = await executor.pending_confirmations(ctx)
-        except Exception as exc:  # the store failed: hold the calls anew (a resume then asks again)
-            _logger.warning("Listing pending confirmations failed: %s", type(exc).__name__)
+    try:  # without a user id, the executor lists those of "no user" held in this thread (conversation)
+        listed = await executor.pending_confirmations(ctx)
+    except Exception as exc:  # the store failed: hold the calls anew (nothing a resume answered runs)
+        _logger.warning("Listing pending confirmations failed: %s", type(exc).__name__)
     for pending in listed:
         if pending.conversation_id != ctx.conversation_id:
             continue
@@ -191,7 +200,8 @@ async def _hold(
             except Exception:  # the summary is still there to show
                 record = None
             preview = record.preview if record is not None else None
-            held.append(_Held(index, call, result.confirmation_id, result.message or call.name, preview))
+            summary = result.message or call.name
+            held.append(_Held(index, call, result.confirmation_id, summary, preview, fresh=True))
         else:
             done[index] = result
     return held, done
@@ -216,6 +226,13 @@ def approval_request(held: Sequence[_Held], thread_id: str | None) -> dict[str, 
         ],
         "review_configs": [{"action_name": h.call.name, "allowed_decisions": list(_DECISIONS)} for h in held],
     }
+
+
+def _positional(answer: Any) -> bool:
+    """Whether a resume value is LangChain's list of decisions (one per action, in order, no ids)."""
+    return (
+        isinstance(answer, Mapping) and set(answer) == {"decisions"} and isinstance(answer["decisions"], list)
+    )
 
 
 def read_decisions(
@@ -255,7 +272,7 @@ def read_decisions(
                 )
         return f"{where}: a decision must be true/false or {{'type': 'approve' | 'edit' | 'reject'}}"
 
-    if isinstance(answer, Mapping) and set(answer) == {"decisions"} and isinstance(answer["decisions"], list):
+    if _positional(answer):
         items = answer["decisions"]
         if len(items) != len(ids):
             return {}, f"expected {len(ids)} decisions (one per action request, in order), got {len(items)}"
@@ -325,6 +342,29 @@ async def _check_edits(
     return None
 
 
+async def _withdraw(executor: ToolExecutor, ctx: ToolContext[Any], h: _Held) -> ToolResult:
+    """End a held call that a positional answer was not given for: its confirmation (held by this run of
+    the node, never shown) is consumed unused, so no later answer can take it, and the call does not run.
+    The result carries the code and reason the executor gives an approval of a used id
+    (`CONFIRMATION_NOT_FOUND`, `unknown_or_used`), and is audited as a refusal."""
+    try:
+        await executor.confirmation.store.consume(h.confirmation_id, user_id=ctx.user_id or NO_USER)
+    except Exception as exc:  # it expires on its own; the call still does not run
+        _logger.warning("Withdrawing an unshown confirmation failed: %s", type(exc).__name__)
+    name = str(h.call.name)
+    result = _errors.fail(
+        h.call.id,
+        name,
+        ErrorCode.CONFIRMATION_NOT_FOUND,
+        f"The user's decision answered an earlier approval request for {name!r} that is no longer open "
+        "(already decided, expired, or answered again from an earlier checkpoint): it did not run.",
+        recover_action="Call the tool again if it is still needed; the user will be asked anew.",
+        details={"reason": "unknown_or_used"},
+    )
+    executor.audit_refusals([result], ctx)
+    return result
+
+
 async def run_batch(
     executor: ToolExecutor,
     calls: Sequence[ToolCall],
@@ -345,6 +385,7 @@ async def run_batch(
     held, results = await _hold(executor, ctx, calls, gated) if gated else ([], {})
     decisions: dict[str, tuple[bool, str | None]] = {}
     edits: dict[str, dict[str, Any]] = {}
+    unshown: set[str] = set()
     if held:
         request = approval_request(held, thread_id)
         error: str | None = None
@@ -357,8 +398,18 @@ async def run_batch(
             if error is None:
                 break
             _logger.info("A resume value for %d held call(s) was refused: nothing ran", len(held))
+        if _positional(answer):
+            # A positional answer names no confirmation, so it is bound here to the ones that were shown:
+            # those this node found still held. One held anew by this run (the shown one was used, decided
+            # elsewhere or expired: a time-travelled or replayed resume) was never shown to anybody.
+            unshown = {h.confirmation_id for h in held if h.fresh}
+            if unshown:
+                _logger.info("A positional resume answered %d call(s) no longer held: not run", len(unshown))
 
     async def decide(h: _Held) -> None:
+        if h.confirmation_id in unshown:
+            results[h.index] = await _withdraw(executor, ctx, h)
+            return
         approved, message = decisions[h.confirmation_id]
         if approved:
             own = ctx if context_for is None else context_for(h.call)
