@@ -151,6 +151,18 @@ async def test_429_asking_for_longer_than_max_delay_raises_at_once(server, provi
     assert len(server.requests) == 1
 
 
+async def test_a_retry_asking_for_longer_than_max_delay_ends_the_retries(server, provider, make) -> None:
+    def limited(seconds: str) -> Reply:
+        error = provider.error("wait", type="rate_limit_error")
+        return Reply(status=429, json=error, headers={"retry-after": seconds})
+
+    server.reply(provider.path, limited("0"), limited("120"), limited("0"))
+    with pytest.raises(ProviderRateLimitError) as info:
+        await make(retry=RetryPolicy(max_retries=3, initial_delay=0.001, max_delay=5.0)).request(req())
+    assert info.value.retry_after == 120
+    assert len(server.requests) == 2  # the first try, one retry, then the provider's wait was too long
+
+
 async def test_openai_spent_quota_is_not_retried(server, make_openai) -> None:
     body = openai_error(
         "You exceeded your current quota", type="insufficient_quota", code="insufficient_quota"
