@@ -225,6 +225,64 @@ def test_a_weak_sentence_gets_no_place_of_its_own() -> None:
     assert top == ["send_email", "weather_forecast", "weather_alerts"]
 
 
+def test_a_first_sentence_that_asks_for_help_gets_no_place_of_its_own() -> None:
+    tools = [
+        Tool.from_schema(name, description, {"type": "object"})
+        for name, description in (
+            ("generate_architecture_plan", "Generate a custom architecture plan for a building."),
+            ("hotel_room_pricing", "Get the price of a hotel room for some nights."),
+            ("car_rental_pricing", "Get the price of a rental car for some days."),
+            ("flight_ticket_pricing", "Get the price of a flight ticket."),
+        )
+    ]
+    index = ToolIndex(tools)
+    # "Could you help me plan my vacation?" only announces the requests; with a list of its own, "plan" gave
+    # the architecture tool third place, ahead of the third pricing tool.
+    query = (
+        "Could you help me plan my vacation? What is the price of a hotel room in Paris for 3 nights? "
+        "And the price of a rental car for 3 days?"
+    )
+    top = [h.tool.name for h in index.search(query, 3)]
+    assert top == ["hotel_room_pricing", "car_rental_pricing", "flight_ticket_pricing"]
+    # Its words still count in the whole question's list: a real request in it is still found.
+    top = [h.tool.name for h in index.search("Can you help me plan a building? Price a hotel room.", 2)]
+    assert sorted(top) == ["generate_architecture_plan", "hotel_room_pricing"]
+
+
+def test_and_then_parts_the_requests_of_one_sentence() -> None:
+    tools = [
+        Tool.from_schema(f"weather_{kind}", f"Weather {kind} for a city.", {"type": "object"})
+        for kind in ("forecast", "alerts", "maps", "history")
+    ]
+    index = ToolIndex([*tools, Tool.from_schema("send_email", "Send a message to someone's inbox.")])
+    # One sentence, but "and then" starts another request: the mail tool gets a place beside the weather.
+    one = "Weather forecast and weather alerts for the city of Lyon, and then a message for Bob."
+    assert [h.tool.name for h in index.search(one, 2)] == ["weather_forecast", "send_email"]
+
+
+def test_a_request_asked_twice_takes_no_more_places() -> None:
+    tools = [
+        Tool.from_schema(name, description, {"type": "object"})
+        for name, description in (
+            ("triangle_area", "Calculate the area of a triangle from its base and height."),
+            ("triangle_area_heron", "Calculate the area of a triangle from its three sides."),
+            ("unit_converter", "Convert a value between units such as square meters and square feet."),
+            ("t_test", "Perform a t-test on two datasets."),
+            ("concert_finder", "Find rock concerts in a city."),
+            ("event_finder", "Find upcoming events in a city, rock concerts included."),
+        )
+    ]
+    index = ToolIndex(tools)
+    # The last sentence asks for a triangle's area again (its best tool is the first sentence's): its
+    # runner-up (the unit converter, for "square meters") took fifth place from the concerts' runner-up.
+    query = (
+        "Calculate the area of a triangle with base 3 and height 4. Compare two datasets with a t-test. Find "
+        "rock concerts in Boston. Lastly, the area of a triangle with base 5 and height 6 in square meters."
+    )
+    top = [h.tool.name for h in index.search(query, 5)]
+    assert top == ["t_test", "triangle_area", "concert_finder", "triangle_area_heron", "event_finder"]
+
+
 def test_feedback_moves_up_the_tools_like_the_best_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """bm25s's pseudo-relevance feedback (RM3): the best tools' other words are searched too, a little, in the
     tools that share a word with the query; a tool that shares none stays out."""

@@ -12,7 +12,10 @@ the 10 best are the candidates (4,800 pairs). Two subsets were reviewed by hand,
   whose gold tool it missed at 5 (the IR "pooling" method: judge what a system returned);
 * ``high``: the other candidates that score at least 0.6;
 * ``wide`` (a second pass, after the lexicon): any other tool ranked there whose score with the gold is at
-  least 0.15, even outside its 10 candidates (`currency_conversion` and `convert_currency` share few stems).
+  least 0.15, even outside its 10 candidates (`currency_conversion` and `convert_currency` share few stems);
+* ``band`` (a third pass, issue 23 part 3): every other candidate scoring at least 0.3, a subset chosen by
+  the score alone, without reading any ranker's output (864 pairs then), so that the figures of the rows
+  that were never pooled are not held down by candidates nobody read.
 
 The others count as not equivalent. Run: ``python bench/experiments/search_equivalents.py`` prints both
 subsets, one pair a line, for review.
@@ -34,6 +37,7 @@ from toolrun.search import ToolIndex, query_terms, split_name
 TOP = 10
 HIGH = 0.6
 WIDE = 0.15
+BAND = 0.3
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -89,8 +93,12 @@ def main() -> None:
         wide |= {(g, c) for g in missed for c in top if c != g and (g, c) not in scores}
     high = {(g, c) for (g, c), s in scores.items() if s >= HIGH} - pooled
     wide = {(g, c) for g, c in wide if score(g, c) >= WIDE}
-    print(f"{len(cands)} candidates; {len(pooled)} pooled, {len(high)} more at >= {HIGH}, {len(wide)} wide")
-    for label, pairs in (("pooled", pooled), ("high", high), ("wide", wide)):
+    band = {(g, c) for (g, c), s in scores.items() if BAND <= s < HIGH} - pooled
+    print(
+        f"{len(cands)} candidates; {len(pooled)} pooled, {len(high)} more at >= {HIGH}, {len(wide)} wide, "
+        f"{len(band)} more at >= {BAND}"
+    )
+    for label, pairs in (("pooled", pooled), ("high", high), ("wide", wide), ("band", band)):
         for g, c in sorted(pairs):
             print(f"{label}\t{score(g, c):.3f}\t{g}\t{c}")
 

@@ -157,7 +157,10 @@ _MAX_SCHEMA_DEPTH = 4
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[._\-/:]+")
 _WORD = re.compile(r"[^\W_]+")
-_SENTENCES = re.compile(r"(?<=[.?!;])\s+")
+_SENTENCES = re.compile(r"(?<=[.?!;])\s+|,?\s+and then\s+|,\s+then\s+")
+"""Where a question's requests part: between sentences, and at "and then" / ", then" inside one ("find a
+Thai restaurant in New York, and then an Italian one in Boston")."""
+_HELP = re.compile(r"\bhelp\b", re.IGNORECASE)
 _STOP_WORDS_TEXT = (
     "a about also an and any are as at be been but by can could did do does for from get had has have how "
     "i if in into is it its me my of on or our please should so some than that the their them then there "
@@ -616,7 +619,10 @@ class ToolIndex:
         table."): each sentence is searched too, and the lists are interleaved — the whole query's first,
         then the sentences', best-matching sentence first — so that every request gets its best tools near
         the top instead of the longest one taking them all. A sentence that matches far worse than the best
-        one (`WEAK_SENTENCE`) is left to the whole query's list.
+        one (`WEAK_SENTENCE`) is left to the whole query's list, and so are a first sentence that only
+        announces the requests ("Could you help me plan my vacation?") and one whose best tool a stronger
+        sentence already has (the same request again). "and then" / ", then" part requests inside a
+        sentence too.
 
         With `embed`, each list is re-ranked by meaning first (its hits' scores are then the mixed
         scores); sentences are still compared by their best BM25 score.
@@ -638,6 +644,8 @@ class ToolIndex:
             for (terms, given), text in zip(analysed, texts, strict=True)
             if len(terms) >= 2
         ]
+        if asks and asks[0][1] is texts[0] and len(texts) > 1 and _announces(texts[0]):
+            asks = asks[1:]
         asks = asks[:MAX_SENTENCES]
         if len(asks) < 2:
             asks = []
@@ -657,6 +665,16 @@ class ToolIndex:
             ),
             key=lambda sentence: -sentence[0],
         )
+        # A sentence whose best tool is a stronger sentence's best asks the same again ("the area of a
+        # triangle…", "lastly the area of another triangle…"): its runners-up would only take places.
+        firsts: set[str] = set()
+        distinct = []
+        for sentence in kept:
+            name = self.tools[sentence[1][0][0]].name
+            if name not in firsts:
+                firsts.add(name)
+                distinct.append(sentence)
+        kept = distinct
         lists = [rankings[0], *(rows for _, rows, _ in kept)]
         if self._vectors is not None:
             lists = self._rerank(lists, query, [text for _, _, text in kept])
@@ -718,6 +736,14 @@ class ToolIndex:
 
     def __repr__(self) -> str:
         return f"<ToolIndex {len(self.tools)} tools, {self.engine}>"
+
+
+def _announces(sentence: str) -> bool:
+    """Whether the first sentence of several only announces the requests that follow: a question asking for
+    help ("Could you help me plan my vacation?", "Can you help me with a few tasks?"). Its words still count
+    in the whole question's list; a list of its own would give a place to whatever matches "plan" or
+    "tasks"."""
+    return sentence.strip().strip("\"'").rstrip().endswith("?") and _HELP.search(sentence) is not None
 
 
 def _unit_rows(vectors: Any, n: int) -> npt.NDArray[np.float32]:
