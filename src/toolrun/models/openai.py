@@ -9,13 +9,16 @@ local = OpenAIModel("llama3.1", base_url="http://127.0.0.1:11434/v1")      # Oll
 sdk = OpenAIModel("gpt-4o-mini", transport="sdk")                          # through the official SDK
 ```
 
-Two transports send the same bodies and read the same answers with the same parser:
+Three transports send the same bodies and read the same answers with the same parser:
 
-- `"httpx"` (the default unless you pass `client=`): toolrun's own client (`models._http`), the body
-  encoded with msgspec (the tool definitions encoded once and reused while they do not change), posted on
-  a pooled keep-alive `httpx.AsyncClient`, the answer decoded with msgspec into plain dicts. It skips the
-  SDK's typed request and response objects, which cost more CPU than the rest of a chat turn when the
-  model is fast (bench/README.md, "The chat service").
+- `"aiohttp"` (the default unless you pass `client=`, when aiohttp is installed): toolrun's own client
+  (`models._aiohttp`), the body encoded with msgspec (the tool definitions encoded once and reused while
+  they do not change), posted on a pooled keep-alive aiohttp connection, the answer decoded with msgspec
+  into plain dicts. It skips the SDK's typed request and response objects, which cost more CPU than the
+  rest of a chat turn when the model is fast (bench/README.md, "The chat service"), and httpcore's
+  per-request machinery (bench/README.md, "Model client on aiohttp"). With a proxy in the environment it
+  takes the httpx path, which applies it.
+- `"httpx"`: the same client on httpx's transports (`models._http`); the default without aiohttp.
 - `"sdk"`: the official `openai.AsyncOpenAI` (`client=` implies it): its configuration, proxies, Azure
   subclasses and hooks.
 """
@@ -52,6 +55,7 @@ from toolrun.tools import ToolCall
 if TYPE_CHECKING:
     from types import ModuleType
 
+    from toolrun.models._aiohttp import AioHTTPClient, AioSSEStream
     from toolrun.models._http import HTTPClient, SSEStream
 
 __all__ = ["OpenAIModel"]
@@ -120,9 +124,10 @@ class OpenAIModel(_SDKClientModel):
         stream_usage: Ask for token usage at the end of streams (`stream_options.include_usage`); turn off
             for servers that reject it.
         system_role: The role of system messages: `"system"`, or `"developer"` for OpenAI reasoning models.
-        transport: `"httpx"` (toolrun's lean client on a pooled connection, msgspec on both ends) or `"sdk"`
-            (the official `openai` SDK). Default `"auto"`: the SDK when you pass `client=`, else httpx.
-            Both send the same body and raise the same errors.
+        transport: `"aiohttp"` or `"httpx"` (toolrun's lean client on a pooled connection, msgspec on both
+            ends, over aiohttp or httpx) or `"sdk"` (the official `openai` SDK). Default `"auto"`: the SDK
+            when you pass `client=`, else aiohttp where it is installed, else httpx. All send the same body
+            and raise the same errors.
     """
 
     provider = "openai"
@@ -142,11 +147,11 @@ class OpenAIModel(_SDKClientModel):
         settings: ModelSettings | None = None,
         stream_usage: bool = True,
         system_role: str = "system",
-        transport: Literal["auto", "sdk", "httpx"] = "auto",
+        transport: Literal["auto", "sdk", "httpx", "aiohttp"] = "auto",
     ) -> None:
-        if transport not in ("auto", "sdk", "httpx"):
-            raise ValueError(f"transport must be 'auto', 'sdk' or 'httpx', not {transport!r}.")
-        if transport == "httpx" and client is not None:
+        if transport not in ("auto", "sdk", "httpx", "aiohttp"):
+            raise ValueError(f"transport must be 'auto', 'sdk', 'httpx' or 'aiohttp', not {transport!r}.")
+        if transport in ("httpx", "aiohttp") and client is not None:
             raise ValueError("client= is an openai SDK client: use transport='sdk' (or leave it 'auto').")
         if not model_name:
             raise ValueError("OpenAIModel needs a model name, e.g. OpenAIModel('gpt-4o-mini').")
@@ -165,10 +170,14 @@ class OpenAIModel(_SDKClientModel):
         self.system_role = system_role
         # OpenAI deprecated `max_tokens` for `max_completion_tokens`; compatible servers know the old name.
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
-        self.transport: Literal["sdk", "httpx"] = (
-            "sdk" if transport == "sdk" or (transport == "auto" and client is not None) else "httpx"
-        )
-        self._http_client: HTTPClient | None = None
+        from toolrun.models import _aiohttp
+
+        if transport == "auto":
+            transport = "sdk" if client is not None else "aiohttp" if _aiohttp.available() else "httpx"
+        elif transport == "aiohttp" and not _aiohttp.available():
+            raise ImportError("transport='aiohttp' needs aiohttp: pip install toolrun[openai] (or aiohttp).")
+        self.transport: Literal["sdk", "httpx", "aiohttp"] = transport
+        self._http_client: HTTPClient | AioHTTPClient | None = None
         # Encoded tool definitions, by the identity of the definition dicts (kept alive here, so an id is
         # never reused while its entry exists). A registry returns the same dicts until its tools change.
         self._encoded_tools: dict[tuple[int, ...], tuple[list[Any], bytes]] = {}
@@ -200,11 +209,11 @@ class OpenAIModel(_SDKClientModel):
         return await client.chat.completions.create(**arguments)
 
     # --------------------------------------------------------------------------------------------------
-    # The httpx transport (see the module docstring)
+    # toolrun's own transports, aiohttp and httpx (see the module docstring)
 
-    def _http(self) -> HTTPClient:
+    def _http(self) -> HTTPClient | AioHTTPClient:
         if self._http_client is None:
-            from toolrun.models._http import HTTPClient
+            from toolrun.models._http import HTTPClient, _proxied
 
             base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or _OFFICIAL_URL
             api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
@@ -220,7 +229,12 @@ class OpenAIModel(_SDKClientModel):
                 value = os.environ.get(variable)
                 if value and _OFFICIAL_HOST in base_url:
                     headers[header] = value
-            self._http_client = HTTPClient(base_url, headers=headers, provider=self.provider)
+            if self.transport == "aiohttp" and not _proxied(base_url):
+                from toolrun.models._aiohttp import AioHTTPClient
+
+                self._http_client = AioHTTPClient(base_url, headers=headers, provider=self.provider)
+            else:
+                self._http_client = HTTPClient(base_url, headers=headers, provider=self.provider)
         return self._http_client
 
     def encode_body(self, request: ModelRequest, *, stream: bool = False) -> bytes:
@@ -255,7 +269,7 @@ class OpenAIModel(_SDKClientModel):
         data = await self._http().post(_COMPLETIONS, body, timeout_s=timeout)
         return self._as_dict(data, "the response")
 
-    async def _open_stream(self, payload: Any) -> SSEStream | Any:
+    async def _open_stream(self, payload: Any) -> SSEStream | AioSSEStream | Any:
         if self.transport == "sdk":
             return await super()._open_stream(payload)
         body, timeout = payload
