@@ -50,12 +50,13 @@ async def _openai_factory(server: FakeServer, transport: str) -> AsyncIterator[C
             await model.aclose()
 
 
-@pytest.fixture(params=["httpx", "sdk"])
+@pytest.fixture(params=["aiohttp", "httpx", "sdk"])
 async def make_openai(
     server: FakeServer, request: pytest.FixtureRequest
 ) -> AsyncIterator[Callable[..., OpenAIModel]]:
     """OpenAIModels on the fake server, once per transport: every OpenAI test runs against toolrun's own
-    HTTP client and the official SDK, so the two stay interchangeable (same bodies, answers, errors)."""
+    HTTP client (on aiohttp and on httpx) and the official SDK, so they stay interchangeable (same bodies,
+    answers, errors)."""
     async with _openai_factory(server, request.param) as make:
         yield make
 
@@ -63,6 +64,12 @@ async def make_openai(
 @pytest.fixture
 async def make_openai_httpx(server: FakeServer) -> AsyncIterator[Callable[..., OpenAIModel]]:
     async with _openai_factory(server, "httpx") as make:
+        yield make
+
+
+@pytest.fixture
+async def make_openai_aiohttp(server: FakeServer) -> AsyncIterator[Callable[..., OpenAIModel]]:
+    async with _openai_factory(server, "aiohttp") as make:
         yield make
 
 
