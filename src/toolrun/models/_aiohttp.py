@@ -316,7 +316,7 @@ def _connector_class() -> type[aiohttp.TCPConnector]:
                 super().__init__(**kwargs)
                 self._used: weakref.WeakSet[Any] = weakref.WeakSet()
 
-            async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+            async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109 (aiohttp's)
                 connection = await super().connect(req, traces, timeout)
                 protocol = connection.protocol
                 if protocol in self._used:
