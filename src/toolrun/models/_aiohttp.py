@@ -3,7 +3,7 @@
 `HTTPClient` (httpx) spends most of a streamed request's CPU in httpcore: its HTTP/1.1 state machine over
 anyio (a lock and cancel scopes per step, an event object per h11 event), `aiter_lines` over decoded text
 and the pool's scan of its connections. aiohttp parses responses in C, runs on asyncio's own transports
-and keeps released connections in a LIFO queue per origin, so a request costs about a quarter of the CPU
+and keeps released connections in a LIFO queue per origin, so a request costs about a third of the CPU
 (bench/README.md, "Model client on aiohttp"). The rest is the same as `HTTPClient`: msgspec on both ends,
 the stream's `data:` lines split on bytes and decoded without a text copy, the same `ProviderError`s
 (`_errors.error_from_status`), a stream read to its end when closed so its connection is reused.
@@ -172,17 +172,19 @@ class AioSSEStream:
     async def close(self) -> None:
         """End the stream. What follows the finish reason (a usage chunk, `[DONE]`, the body's end) is read
         here, for a short while at most, so that the connection goes back to the pool instead of closing."""
-        if not self._finished:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(_DRAIN_SECONDS):
-                    left = _DRAIN_EVENTS
-                    async for _ in self._events:
-                        left -= 1
-                        if left <= 0:
-                            break
-        await self._events.aclose()  # type: ignore[attr-defined]
-        # Read to its end: back to the pool; otherwise `release` closes the connection.
-        self._response.release()
+        try:
+            if not self._finished:
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(_DRAIN_SECONDS):
+                        left = _DRAIN_EVENTS
+                        async for _ in self._events:
+                            left -= 1
+                            if left <= 0:
+                                break
+            await self._events.aclose()  # type: ignore[attr-defined]
+        finally:
+            # Read to its end: back to the pool; otherwise (cancelled, cut short) `release` closes it.
+            self._response.release()
 
 
 class AioHTTPClient:
