@@ -545,3 +545,78 @@ async def test_an_event_split_over_several_data_lines_is_joined() -> None:
     pieces = [b'data: {"a":\n', b"data: 1}\n\n", b'data: {"b": 2}\n\n']
     assert await _parse(pieces) == [{"a": 1}, {"b": 2}]
     assert await _parse([b'data: {"last": true}']) == [{"last": True}]  # no blank line at the end
+
+
+# -- TLS -----------------------------------------------------------------------------------------------
+
+
+def _self_signed(directory: Any) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 signed by its own key: (certificate file, key file)."""
+    import datetime
+    import ipaddress
+
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "toolrun test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return str(cert_file), str(key_file)
+
+
+async def test_https_verifies_the_server_certificate(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssl
+
+    from toolrun.models import _aiohttp
+
+    cert, key = _self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    raw = RawServer()
+    raw._server = await asyncio.start_server(raw._serve, "127.0.0.1", 0, ssl=context)
+    url = f"https://127.0.0.1:{raw._server.sockets[0].getsockname()[1]}/v1"
+    try:
+        untrusted = AioHTTPClient(url, headers={}, provider="openai")
+        try:
+            with pytest.raises(ProviderUnavailableError, match="could not reach the provider") as info:
+                await untrusted.post("/chat/completions", b"{}")
+            assert isinstance(info.value.__cause__, aiohttp.ClientConnectorCertificateError)
+        finally:
+            await untrusted.aclose()
+        assert raw.seen == []
+        monkeypatch.setattr(_aiohttp, "_ssl_context", lambda: ssl.create_default_context(cafile=cert))
+        raw.script.extend([answer(200, {"n": 1}), events(chunks_of("over TLS"))])
+        trusted = AioHTTPClient(url, headers={}, provider="openai")
+        try:
+            assert await trusted.post("/chat/completions", b"{}") == {"n": 1}
+            items = await read_all(await trusted.stream("/chat/completions", b"{}"))
+            assert items[0]["choices"][0]["delta"]["content"] == "over TLS"
+        finally:
+            await trusted.aclose()
+        assert raw.connections == 1
+    finally:
+        raw._server.close()
+        await raw._server.wait_closed()
