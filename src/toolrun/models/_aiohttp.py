@@ -229,10 +229,12 @@ class AioHTTPClient:
             import aiohttp
 
             # httpx's semantics, which the other transports keep: `seconds` between two reads of the answer
-            # (a long stream may take longer in all), connecting within 30 s at most.
+            # (a long stream may take longer in all) and for a free connection when all 1,024 are busy
+            # (httpx's pool timeout), connecting within 30 s at most. A kept-alive connection taken from
+            # the pool starts no timer.
             read = _DEFAULT_TIMEOUT if seconds is None else seconds
             timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(
-                total=None, connect=None, sock_connect=min(read, _CONNECT_TIMEOUT), sock_read=read
+                total=None, connect=read, sock_connect=min(read, _CONNECT_TIMEOUT), sock_read=read
             )
         return timeout
 
