@@ -6,7 +6,7 @@ user message -> one `create_task` tool call (a row in the store) -> the model's 
 interleaved (every round runs every stack in a rotated order, so drift on a shared machine hits all alike):
 
 - toolrun `POST /api/v1/chat` (JSON), `/api/v1/chat/stream` (SSE), `/api/v1/ag-ui`, `/api/v1/ai-sdk`, with
-  `OpenAIModel(transport="httpx")` (the default); `toolrun_sdk` is the JSON route through the `openai` SDK;
+  `OpenAIModel`'s default transport (aiohttp); `toolrun_sdk` is the JSON route through the `openai` SDK;
 - FastAPI + OpenAI Agents `Runner.run`, FastAPI + Pydantic AI `Agent.run`, each with its SDK's model client;
 - `floor`: a FastAPI route doing the turn by hand (bench/_peer_service.py says exactly what each does).
 
@@ -368,7 +368,7 @@ async def main_compare(args: argparse.Namespace) -> dict[str, Any]:
     try:
         await stacks.model()
         env = {"TOOLRUN_DATABASE_URL": ours_db, "TOOLRUN_DATA_DIR": str(tmp / "data")}
-        base, pid = await stacks.toolrun("toolrun", env, "httpx")
+        base, pid = await stacks.toolrun("toolrun", env, "default")
         for name, path, protocol in (
             ("toolrun", "/api/v1/chat", "json"),
             ("toolrun_sse", "/api/v1/chat/stream", "sse"),
@@ -445,7 +445,7 @@ async def main_scaling(args: argparse.Namespace) -> dict[str, Any]:
     try:
         await stacks.model()
         servers = [
-            await stacks.toolrun(f"toolrun{i}", env, "httpx", cpu=None) for i in range(max(args.processes))
+            await stacks.toolrun(f"toolrun{i}", env, "default", cpu=None) for i in range(max(args.processes))
         ]
         for n in args.processes:
             chosen = servers[:n]
