@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from toolrun.agent import AgentRun
 from toolrun.models import AssistantMessage, ToolResultMessage
 from toolrun.server import _db
+from toolrun.server._fixed import Fixed
 from toolrun.store import ConfirmationStore
 from toolrun.tools import ToolCall
 
@@ -41,10 +42,12 @@ EXPIRED = "Error CONFIRMATION_EXPIRED: the user did not decide in time; the acti
 
 _r, _m, _a = _db.runs, _db.messages, _db.audit
 # Run on every claim of a conversation: built once (building a statement costs more than SQLite runs it).
-_STALE = sa.select(_r.c.id, _r.c.partial).where(
-    _r.c.conversation_id == sa.bindparam("b_cid"),
-    _r.c.status == "running",
-    _r.c.id != sa.bindparam("b_owner"),
+_STALE = Fixed(
+    sa.select(_r.c.id, _r.c.partial).where(
+        _r.c.conversation_id == sa.bindparam("b_cid"),
+        _r.c.status == "running",
+        _r.c.id != sa.bindparam("b_owner"),
+    )
 )
 
 
@@ -65,7 +68,7 @@ async def interrupt_stale_runs(
     conn: AsyncConnection, conversation_id: str, user: str, owner: str, now: float
 ) -> None:
     """Close the runs a dead process left `running` in this conversation (whose lease `owner` now holds)."""
-    stale = (await conn.execute(_STALE, {"b_cid": conversation_id, "b_owner": owner})).all()
+    stale = await _STALE.rows(conn, {"b_cid": conversation_id, "b_owner": owner})
     if not stale:
         return
     await conn.execute(

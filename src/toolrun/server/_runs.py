@@ -302,8 +302,8 @@ class RunDriver:
         state = json.dumps({"run": run.to_json(), "persisted": len(run.messages)}) if paused else None
         rc = _db.run_confirmations
         async with self.engine.begin() as conn:
-            held = await conn.execute(
-                FINISH_CONVERSATION,
+            held = await FINISH_CONVERSATION.execute(
+                conn,
                 {
                     "b_cid": job.conversation_id,
                     "b_uid": user,
@@ -312,12 +312,11 @@ class RunDriver:
                     "b_now": now,
                 },
             )
-            if held.rowcount != 1:
+            if held != 1:
                 raise LeaseLost()
-            if rows:
-                await conn.execute(INSERT_MESSAGES, rows)
-            await conn.execute(
-                FINISH_RUN,
+            await INSERT_MESSAGES.executemany(conn, rows)
+            await FINISH_RUN.execute(
+                conn,
                 {
                     "b_rid": job.run_id,
                     "b_status": run.status,

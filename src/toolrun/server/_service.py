@@ -187,8 +187,8 @@ class ChatService(RunDriver):
                 history, stored = await load_history(conn, conversation_id)
             seq = len(history)
             user_message = UserMessage(content=message)
-            await conn.execute(
-                INSERT_MESSAGES,
+            await INSERT_MESSAGES.execute(
+                conn,
                 {
                     "conversation_id": conversation_id,
                     "user_id": user,
@@ -199,8 +199,8 @@ class ChatService(RunDriver):
                     "created_at": now,
                 },
             )
-            await conn.execute(
-                INSERT_RUN,
+            await INSERT_RUN.execute(
+                conn,
                 {
                     "id": run_id,
                     "user_id": user,

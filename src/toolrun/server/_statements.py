@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from toolrun.models import Message, history_problems, message_from_dict, repair_history
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
+from toolrun.server._fixed import Fixed
 from toolrun.server._views import message_view
 
 __all__ = [
@@ -58,23 +59,39 @@ def decode_row(text: str | bytes) -> Any:
 _bp = sa.bindparam
 _c, _r, _m = _db.conversations, _db.runs, _db.messages
 _CLAIM_WHERE = (_c.c.id == _bp("b_cid"), _c.c.user_id == _bp("b_uid"))
-_LEASE_FREE = sa.or_(_c.c.lease_until.is_(None), _c.c.lease_until < _bp("b_now"))
-_CLAIM_FREE = (
-    _c.update()
-    .where(*_CLAIM_WHERE, _c.c.pending_run_id.is_(None), _LEASE_FREE)
-    .values(lease_until=_bp("b_lease"), lease_owner=_bp("b_owner"))
+_TAKE: dict[str, Any] = {"lease_until": _bp("b_lease"), "lease_owner": _bp("b_owner")}
+# A claim first takes a released lease (`lease_until IS NULL`: the last run ended and wrote its end, or it
+# paused), and only if there is none, an expired one: only then can a run a dead process left `running`
+# be there to close (`_recovery.interrupt_stale_runs`), so a continuing conversation skips that query.
+_CLAIM_FREE = Fixed(
+    _c.update().where(*_CLAIM_WHERE, _c.c.pending_run_id.is_(None), _c.c.lease_until.is_(None)).values(_TAKE)
 )
-_CLAIM_PAUSED = (
+_CLAIM_FREE_EXPIRED = Fixed(
     _c.update()
-    .where(*_CLAIM_WHERE, _c.c.pending_run_id == _bp("b_pending"), _LEASE_FREE)
-    .values(lease_until=_bp("b_lease"), lease_owner=_bp("b_owner"))
+    .where(*_CLAIM_WHERE, _c.c.pending_run_id.is_(None), _c.c.lease_until < _bp("b_now"))
+    .values(_TAKE)
 )
-_HISTORY = (
+_CLAIM_PAUSED = Fixed(
+    _c.update()
+    .where(*_CLAIM_WHERE, _c.c.pending_run_id == _bp("b_pending"), _c.c.lease_until.is_(None))
+    .values(_TAKE)
+)
+_CLAIM_PAUSED_EXPIRED = Fixed(
+    _c.update()
+    .where(*_CLAIM_WHERE, _c.c.pending_run_id == _bp("b_pending"), _c.c.lease_until < _bp("b_now"))
+    .values(_TAKE)
+)
+_CLAIM_STATE = Fixed(sa.select(_c.c.pending_run_id, _c.c.lease_until).where(*_CLAIM_WHERE))
+_HISTORY = Fixed(
     sa.select(_m.c.seq, _m.c.run_id, _m.c.data).where(_m.c.conversation_id == _bp("b_cid")).order_by(_m.c.seq)
 )
-INSERT_MESSAGES = _m.insert()
-INSERT_RUN = _r.insert()
-FINISH_RUN = (
+INSERT_MESSAGES = Fixed(
+    _m.insert(), columns=("conversation_id", "user_id", "run_id", "seq", "role", "data", "created_at")
+)
+INSERT_RUN = Fixed(
+    _r.insert(), columns=("id", "user_id", "conversation_id", "status", "model", "created_at", "updated_at")
+)
+FINISH_RUN = Fixed(
     _r.update()
     .where(_r.c.id == _bp("b_rid"))
     .values(
@@ -88,7 +105,7 @@ FINISH_RUN = (
 # Only while the run still holds its lease: a run taken over (or whose conversation was deleted) writes
 # nothing. First statement of `RunDriver.finish`'s transaction: on PostgreSQL it locks the row until the
 # commit.
-FINISH_CONVERSATION = (
+FINISH_CONVERSATION = Fixed(
     _c.update()
     .where(*_CLAIM_WHERE, _c.c.lease_owner == _bp("b_owner"))
     .values(pending_run_id=_bp("b_pending"), updated_at=_bp("b_now"), lease_until=None, lease_owner=None)
@@ -116,25 +133,22 @@ async def claim(
     *,
     pending_run_id: str | None,
 ) -> None:
-    c = _db.conversations
     params = {"b_cid": conversation_id, "b_uid": user, "b_now": now, "b_lease": lease, "b_owner": run_id}
     if pending_run_id is None:
-        result = await conn.execute(_CLAIM_FREE, params)
+        released, expired = _CLAIM_FREE, _CLAIM_FREE_EXPIRED
     else:
-        result = await conn.execute(_CLAIM_PAUSED, {**params, "b_pending": pending_run_id})
-    if result.rowcount == 1:
+        released, expired = _CLAIM_PAUSED, _CLAIM_PAUSED_EXPIRED
+        params["b_pending"] = pending_run_id
+    if await released.execute(conn, params) == 1:
+        return  # a released lease: every run before this one wrote its end (see `_CLAIM_FREE`)
+    if await expired.execute(conn, params) == 1:
         # A run a killed process left behind can no longer finish: say so, and keep what it had said.
         await _recovery.interrupt_stale_runs(conn, conversation_id, user, run_id, now)
         return
-    row = (
-        await conn.execute(
-            sa.select(c.c.pending_run_id, c.c.lease_until).where(
-                c.c.id == conversation_id, c.c.user_id == user
-            )
-        )
-    ).first()
-    if row is None:
+    rows = await _CLAIM_STATE.rows(conn, params)
+    if not rows:
         raise not_found("conversation")
+    row = rows[0]
     if row[1] is not None and row[1] >= now:
         raise ServiceError(
             409,
@@ -161,7 +175,7 @@ async def load_history(
     conn: AsyncConnection, conversation_id: str
 ) -> tuple[list[dict[str, Any]], list[Message]]:
     """The conversation's stored messages: as the API shows them, and as the model gets them."""
-    rows = (await conn.execute(_HISTORY, {"b_cid": conversation_id})).all()
+    rows = await _HISTORY.rows(conn, {"b_cid": conversation_id})
     views: list[dict[str, Any]] = []
     stored: list[Message] = []
     for seq, run_id, data in rows:
