@@ -86,6 +86,13 @@ def configure_logging(level: str = "INFO") -> None:
     logging.getLogger("uvicorn.access").disabled = True  # we log each request ourselves, with its ids
 
 
+def _log(level: int, message: str, fields: dict[str, Any]) -> None:
+    """`logger.log(level, message, extra=fields)` without `findCaller` (a walk up the stack per line: the
+    JSON lines carry no source location) — a few of these every turn."""
+    if logger.isEnabledFor(level):
+        logger.handle(logger.makeRecord(logger.name, level, __file__, 0, message, (), None, extra=fields))
+
+
 UNREGISTERED = "unregistered"
 """The tool label of every call whose tool is not registered."""
 
@@ -135,12 +142,22 @@ class Observer:
             registry=r,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 15),
         )
+        # The labelled child of each label tuple, kept: `labels()` validates and locks on every call, and each
+        # label value comes from a closed set (see the module docstring), as the registry's own children do.
+        self._children: dict[tuple[Any, ...], Any] = {}
         self.audit_dropped = Counter(
             "toolrun_audit_records_dropped",
             "Audit records that could not be written, by reason (queue_full, invalid, database).",
             ["reason"],
             registry=r,
         )
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def tool_label(self, name: str) -> str:
         """The metric label of a call of `name`: the name when it is registered, else `unregistered`."""
@@ -157,11 +174,12 @@ class Observer:
     def request(
         self, *, method: str, route: str, status: int, seconds: float, request_id: str, user_id: str | None
     ) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.request_seconds.labels(method, route).observe(seconds)
-        logger.info(
+        self._child(self.requests, method, route, str(status)).inc()
+        self._child(self.request_seconds, method, route).observe(seconds)
+        _log(
+            logging.INFO,
             "request",
-            extra={
+            {
                 "event": "request",
                 "request_id": request_id,
                 "method": method,
@@ -177,11 +195,12 @@ class Observer:
     ) -> None:
         code = result.error.code if result.error is not None else None
         label = self.tool_label(call.name)
-        self.tool_calls.labels(label, result.status).inc()
-        self.tool_seconds.labels(label).observe(result.duration)
-        logger.info(
+        self._child(self.tool_calls, label, result.status).inc()
+        self._child(self.tool_seconds, label).observe(result.duration)
+        _log(
+            logging.INFO,
             "tool_call",
-            extra={
+            {
                 "event": "tool_call",
                 "user_id": user_id,
                 "conversation_id": conversation_id,
@@ -197,11 +216,12 @@ class Observer:
     def run_finished(
         self, user_id: str, conversation_id: str, run_id: str, run: AgentRun, seconds: float, resumed: bool
     ) -> None:
-        self.runs.labels(run.status).inc()
+        self._child(self.runs, run.status).inc()
         self.run_seconds.observe(seconds)
-        logger.info(
+        _log(
+            logging.INFO,
             "run",
-            extra={
+            {
                 "event": "run",
                 "user_id": user_id,
                 "conversation_id": conversation_id,

@@ -49,13 +49,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.agent import Agent
 from toolrun.models import Message, UserMessage, clean_text
-from toolrun.server import _db, _decisions, _reads
+from toolrun.server import _decisions, _reads
 from toolrun.server._admission import Admission
 from toolrun.server._errors import ServiceError
 from toolrun.server._handle import RunHandle
 from toolrun.server._observe import Observer
 from toolrun.server._runs import Job, RunDriver
 from toolrun.server._statements import (
+    INSERT_CONVERSATION,
     INSERT_MESSAGES,
     INSERT_RUN,
     Pending,
@@ -169,16 +170,17 @@ class ChatService(RunDriver):
             if conversation_id is None:
                 conversation_id = "conv_" + secrets.token_hex(10)
                 title = clean_text(" ".join(message.split()))[:80] or "Conversation"
-                await conn.execute(
-                    _db.conversations.insert().values(
-                        id=conversation_id,
-                        user_id=user,
-                        title=title,
-                        created_at=now,
-                        updated_at=now,
-                        lease_until=lease,
-                        lease_owner=run_id,
-                    )
+                await INSERT_CONVERSATION.execute(
+                    conn,
+                    {
+                        "id": conversation_id,
+                        "user_id": user,
+                        "title": title,
+                        "created_at": now,
+                        "updated_at": now,
+                        "lease_until": lease,
+                        "lease_owner": run_id,
+                    },
                 )
                 history: list[dict[str, Any]] = []
                 stored: list[Message] = []

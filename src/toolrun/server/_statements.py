@@ -23,6 +23,7 @@ from toolrun.server._views import message_view
 __all__ = [
     "FINISH_CONVERSATION",
     "FINISH_RUN",
+    "INSERT_CONVERSATION",
     "INSERT_MESSAGES",
     "INSERT_RUN",
     "LeaseLost",
@@ -84,6 +85,10 @@ _CLAIM_PAUSED_EXPIRED = Fixed(
 _CLAIM_STATE = Fixed(sa.select(_c.c.pending_run_id, _c.c.lease_until).where(*_CLAIM_WHERE))
 _HISTORY = Fixed(
     sa.select(_m.c.seq, _m.c.run_id, _m.c.data).where(_m.c.conversation_id == _bp("b_cid")).order_by(_m.c.seq)
+)
+INSERT_CONVERSATION = Fixed(
+    _c.insert(),
+    columns=("id", "user_id", "title", "created_at", "updated_at", "lease_until", "lease_owner"),
 )
 INSERT_MESSAGES = Fixed(
     _m.insert(), columns=("conversation_id", "user_id", "run_id", "seq", "role", "data", "created_at")
