@@ -5,6 +5,7 @@ plain aiosqlite engine) runs them through Core. And a claim of a released lease 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from toolrun.server import _db, _statements
-from toolrun.server._fixed import Fixed, raw_sqlite
+from toolrun.server import _db, _recovery, _runs, _statements
+from toolrun.server._fixed import Fixed, RawTransaction, raw_sqlite, transaction
 from toolrun.server._recovery import INTERRUPTED
 
 from .conftest import postgres_url  # noqa: F401  (the fixture)
@@ -164,10 +165,11 @@ async def _conversation(engine: AsyncEngine, *, lease_until: float | None, owner
         await _RUN.execute(conn, _run("r_old"))  # a run its process left `running`
 
 
-async def _claim_tracing(engine: AsyncEngine, run_id: str, now: float) -> list[str]:
+async def _claim_tracing(engine: AsyncEngine, run_id: str, now: float, how: str) -> list[str]:
     traced: list[str] = []
-    async with engine.begin() as conn:
-        raw = raw_sqlite(conn)
+    opened = engine.begin() if how == "core" else transaction(engine)
+    async with opened as conn:
+        raw = conn.sqlite if isinstance(conn, RawTransaction) else raw_sqlite(conn)
         assert raw is not None
         raw.set_trace_callback(traced.append)
         try:
@@ -183,25 +185,123 @@ async def _status(engine: AsyncEngine, run_id: str) -> tuple[str, str | None]:
     return row[0], row[1]
 
 
-async def test_a_released_lease_is_claimed_without_the_stale_run_query(inline: AsyncEngine) -> None:
+HOW = pytest.mark.parametrize("how", ["core", "raw"])
+
+
+@HOW
+async def test_a_released_lease_is_claimed_without_the_stale_run_query(inline: AsyncEngine, how: str) -> None:
     await _conversation(inline, lease_until=None, owner=None)
-    traced = await _claim_tracing(inline, "r_new", 100.0)
+    traced = await _claim_tracing(inline, "r_new", 100.0, how)
     # the claim alone: no SELECT of toolrun_runs
     assert [s.split()[0] for s in traced if s != "BEGIN "] == ["UPDATE"]
     # (a run left `running` under a released lease cannot happen: every release writes the run's end)
     assert await _status(inline, "r_old") == ("running", None)
 
 
-async def test_an_expired_lease_is_claimed_and_its_stale_run_closed(inline: AsyncEngine) -> None:
+@HOW
+async def test_an_expired_lease_is_claimed_and_its_stale_run_closed(inline: AsyncEngine, how: str) -> None:
     await _conversation(inline, lease_until=50.0, owner="r_old")
-    traced = await _claim_tracing(inline, "r_new", 100.0)
+    async with inline.begin() as conn:
+        await conn.execute(_db.runs.update().values(partial="half an answer"))
+    traced = await _claim_tracing(inline, "r_new", 100.0, how)
     assert any("FROM toolrun_runs" in s for s in traced)
     assert await _status(inline, "r_old") == ("interrupted", INTERRUPTED)
+    async with inline.connect() as conn:
+        kept = (await conn.execute(sa.select(_db.messages.c.run_id, _db.messages.c.data))).all()
+    assert [(r[0], json.loads(r[1])) for r in kept] == [
+        ("r_old", _recovery.interrupted_message("half an answer"))
+    ]
 
 
-async def test_a_held_lease_is_not_claimed(inline: AsyncEngine) -> None:
+@HOW
+async def test_a_held_lease_is_not_claimed(inline: AsyncEngine, how: str) -> None:
     await _conversation(inline, lease_until=200.0, owner="r_old")
     with pytest.raises(_statements.ServiceError) as caught:
-        await _claim_tracing(inline, "r_new", 100.0)
+        await _claim_tracing(inline, "r_new", 100.0, how)
     assert caught.value.status == 409
     assert await _status(inline, "r_old") == ("running", None)
+
+
+# -- transactions -------------------------------------------------------------------------------------------
+
+
+def test_every_fixed_statement_of_the_turn_runs_without_core(inline: AsyncEngine) -> None:
+    # A RawTransaction has no Core connection to fall back to: each must compile to plain SQL.
+    found = [
+        v for module in (_statements, _recovery, _runs) for v in vars(module).values() if isinstance(v, Fixed)
+    ]
+    assert len(found) >= 15
+    assert [f.statement for f in found if f.compiled(inline.dialect) is None] == []
+
+
+async def _write(engine: AsyncEngine, *run_ids: str) -> None:
+    async with transaction(engine) as conn:
+        for run_id in run_ids:
+            await _RUN.execute(conn, _run(run_id))
+
+
+async def _write_then_fail(engine: AsyncEngine, run_id: str) -> None:
+    async with transaction(engine) as conn:
+        await _RUN.execute(conn, _run(run_id))
+        raise RuntimeError("boom")
+
+
+async def _ids(engine: AsyncEngine) -> list[str]:
+    async with engine.connect() as conn:
+        return [r[0] for r in (await conn.execute(sa.select(_r.c.id).order_by(_r.c.id))).all()]
+
+
+async def test_a_raw_transaction_commits_rolls_back_and_returns_its_connection(inline: AsyncEngine) -> None:
+    pool: Any = inline.sync_engine.pool
+    async with transaction(inline) as conn:
+        assert isinstance(conn, RawTransaction)
+        assert pool.checkedout() == 1  # the pool's one connection: others wait for it, as with begin()
+        await _RUN.execute(conn, _run("r1"))
+    assert pool.checkedout() == 0
+    with pytest.raises(RuntimeError):
+        await _write_then_fail(inline, "r2")
+    assert pool.checkedout() == 0
+    with pytest.raises(sqlite3.IntegrityError):
+        await _write(inline, "r3", "r1")  # a duplicate key: the statement fails, r3 goes too
+    async with transaction(inline) as conn:
+        assert isinstance(conn, RawTransaction)
+        assert not conn.sqlite.in_transaction  # nothing half-done came back with the connection
+    assert await _ids(inline) == ["r1"]
+
+
+async def test_a_raw_transaction_refused_by_another_writers_lock_is_rolled_back(
+    inline: AsyncEngine, tmp_path: Path
+) -> None:
+    other = sqlite3.connect(tmp_path / "inline.db", timeout=0)
+    try:
+        async with transaction(inline) as conn:
+            await _RUN.execute(conn, _run("r1"))
+        other.execute("BEGIN IMMEDIATE")  # another process's write lock: our next write cannot happen
+        assert isinstance(conn, RawTransaction)
+        conn.sqlite.execute("PRAGMA busy_timeout=50")
+        with pytest.raises(sqlite3.OperationalError):
+            await _write(inline, "r2")
+        other.rollback()
+        async with transaction(inline) as conn:
+            assert isinstance(conn, RawTransaction)
+            assert not conn.sqlite.in_transaction
+            conn.sqlite.execute("PRAGMA busy_timeout=5000")
+    finally:
+        other.close()
+    assert await _ids(inline) == ["r1"]
+
+
+async def test_elsewhere_a_transaction_is_engine_begin(tmp_path: Path) -> None:
+    plain = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/plain.db")  # aiosqlite, not inline
+    try:
+        async with plain.begin() as conn:
+            await conn.run_sync(_db.metadata.create_all)
+        async with transaction(plain) as conn:
+            assert not isinstance(conn, RawTransaction)
+            await _RUN.execute(conn, _run("r1"))
+        with pytest.raises(RuntimeError):
+            await _write_then_fail(plain, "r2")
+        assert await _ids(plain) == ["r1"]
+        assert plain.sync_engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    finally:
+        await plain.dispose()

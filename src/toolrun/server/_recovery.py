@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from toolrun.agent import AgentRun
 from toolrun.models import AssistantMessage, ToolResultMessage
 from toolrun.server import _db
-from toolrun.server._fixed import Fixed
+from toolrun.server._fixed import Conn, Fixed
 from toolrun.store import ConfirmationStore
 from toolrun.tools import ToolCall
 
@@ -51,11 +51,21 @@ _STALE = Fixed(
 )
 
 
-async def next_seq(conn: AsyncConnection, conversation_id: str) -> int:
+_LAST_SEQ = Fixed(sa.select(sa.func.max(_m.c.seq)).where(_m.c.conversation_id == sa.bindparam("b_cid")))
+_INTERRUPT = Fixed(
+    _r.update()
+    .where(_r.c.id == sa.bindparam("b_rid"), _r.c.status == "running")
+    .values(status="interrupted", error=INTERRUPTED, partial=None, updated_at=sa.bindparam("b_now"))
+)
+_INSERT_MESSAGES = Fixed(
+    _m.insert(), columns=("conversation_id", "user_id", "run_id", "seq", "role", "data", "created_at")
+)
+
+
+async def next_seq(conn: Conn, conversation_id: str) -> int:
     """The sequence number the conversation's next message gets."""
-    last = (
-        await conn.execute(sa.select(sa.func.max(_m.c.seq)).where(_m.c.conversation_id == conversation_id))
-    ).scalar_one_or_none()
+    rows = await _LAST_SEQ.rows(conn, {"b_cid": conversation_id})
+    last = rows[0][0] if rows else None
     return 0 if last is None else int(last) + 1
 
 
@@ -64,23 +74,17 @@ def interrupted_message(text: str) -> dict[str, Any]:
     return {**AssistantMessage(content=text).to_dict(), "interrupted": True}
 
 
-async def interrupt_stale_runs(
-    conn: AsyncConnection, conversation_id: str, user: str, owner: str, now: float
-) -> None:
+async def interrupt_stale_runs(conn: Conn, conversation_id: str, user: str, owner: str, now: float) -> None:
     """Close the runs a dead process left `running` in this conversation (whose lease `owner` now holds)."""
     stale = await _STALE.rows(conn, {"b_cid": conversation_id, "b_owner": owner})
     if not stale:
         return
-    await conn.execute(
-        _r.update()
-        .where(_r.c.id.in_([row[0] for row in stale]), _r.c.status == "running")
-        .values(status="interrupted", error=INTERRUPTED, partial=None, updated_at=now)
-    )
+    await _INTERRUPT.executemany(conn, [{"b_rid": row[0], "b_now": now} for row in stale])
     kept = [(row[0], row[1]) for row in stale if row[1]]
     if kept:
         seq = await next_seq(conn, conversation_id)
-        await conn.execute(
-            _m.insert(),
+        await _INSERT_MESSAGES.executemany(
+            conn,
             [
                 {
                     "conversation_id": conversation_id,

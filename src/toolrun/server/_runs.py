@@ -40,6 +40,7 @@ from toolrun.server._events import (
     ToolCallProgress,
     ToolCallStarted,
 )
+from toolrun.server._fixed import Fixed, transaction
 from toolrun.server._handle import RunHandle
 from toolrun.server._leases import Leases
 from toolrun.server._observe import Observer
@@ -62,6 +63,12 @@ _LOST = (
     "This run lost its conversation (it was deleted, or taken over after this server missed its "
     "heartbeats); nothing more of it is saved."
 )
+
+
+_rc = _db.run_confirmations
+_DELETE_DECIDED = Fixed(_rc.delete().where(_rc.c.confirmation_id == sa.bindparam("b_conf")))
+_HELD_BY_RUN = Fixed(sa.select(_rc.c.confirmation_id).where(_rc.c.run_id == sa.bindparam("b_rid")))
+_INSERT_HELD = Fixed(_rc.insert(), columns=("confirmation_id", "run_id", "user_id", "conversation_id"))
 
 
 @dataclass(kw_only=True)
@@ -300,8 +307,7 @@ class RunDriver:
             job.history.append(message_view(job.next_seq + i, job.run_id, data))
         paused = run.status == "awaiting_confirmation"
         state = json.dumps({"run": run.to_json(), "persisted": len(run.messages)}) if paused else None
-        rc = _db.run_confirmations
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             held = await FINISH_CONVERSATION.execute(
                 conn,
                 {
@@ -325,17 +331,11 @@ class RunDriver:
                     "b_now": now,
                 },
             )
-            if decided:
-                await conn.execute(rc.delete().where(rc.c.confirmation_id.in_(list(decided))))
+            await _DELETE_DECIDED.executemany(conn, [{"b_conf": cid} for cid in decided])
             if paused:
                 known = set(decided)
                 fresh = [p for p in run.pending if p.confirmation_id not in known]
-                existing = {
-                    r[0]
-                    for r in await conn.execute(
-                        sa.select(rc.c.confirmation_id).where(rc.c.run_id == job.run_id)
-                    )
-                }
+                existing = {r[0] for r in await _HELD_BY_RUN.rows(conn, {"b_rid": job.run_id})}
                 add = [
                     {
                         "confirmation_id": p.confirmation_id,
@@ -346,8 +346,7 @@ class RunDriver:
                     for p in fresh
                     if p.confirmation_id not in existing
                 ]
-                if add:
-                    await conn.execute(rc.insert(), add)
+                await _INSERT_HELD.executemany(conn, add)
         pending: list[dict[str, Any]] = []
         for p in run.pending if paused else ():
             record = await self.confirmations.get(p.confirmation_id)

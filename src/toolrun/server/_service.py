@@ -52,6 +52,7 @@ from toolrun.models import Message, UserMessage, clean_text
 from toolrun.server import _decisions, _reads
 from toolrun.server._admission import Admission
 from toolrun.server._errors import ServiceError
+from toolrun.server._fixed import transaction
 from toolrun.server._handle import RunHandle
 from toolrun.server._observe import Observer
 from toolrun.server._runs import Job, RunDriver
@@ -166,7 +167,7 @@ class ChatService(RunDriver):
         run_id = "run_" + secrets.token_hex(10)
         now = time.time()
         lease = self.leases.until(now)
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             if conversation_id is None:
                 conversation_id = "conv_" + secrets.token_hex(10)
                 title = clean_text(" ".join(message.split()))[:80] or "Conversation"

@@ -12,12 +12,12 @@ from typing import Any
 
 import msgspec
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.models import Message, history_problems, message_from_dict, repair_history
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
-from toolrun.server._fixed import Fixed
+from toolrun.server._fixed import Conn, Fixed
 from toolrun.server._views import message_view
 
 __all__ = [
@@ -129,7 +129,7 @@ class Pending(Exception):
 
 
 async def claim(
-    conn: AsyncConnection,
+    conn: Conn,
     user: str,
     conversation_id: str,
     run_id: str,
@@ -176,9 +176,7 @@ async def release(engine: AsyncEngine, conversation_id: str, run_id: str) -> Non
         )
 
 
-async def load_history(
-    conn: AsyncConnection, conversation_id: str
-) -> tuple[list[dict[str, Any]], list[Message]]:
+async def load_history(conn: Conn, conversation_id: str) -> tuple[list[dict[str, Any]], list[Message]]:
     """The conversation's stored messages: as the API shows them, and as the model gets them."""
     rows = await _HISTORY.rows(conn, {"b_cid": conversation_id})
     views: list[dict[str, Any]] = []
