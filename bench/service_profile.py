@@ -9,6 +9,7 @@ self (the frame itself).
     python bench/service_profile.py [--concurrency 50] [--turns 4] [--rate 200] [--top 25]
     python bench/service_profile.py --src ../main/src      # profile another checkout's server
     python bench/service_profile.py --no-spy [--src ...]   # CPU per turn of a fresh server, no sampler
+    python bench/service_profile.py --no-spy --pythonpath DIR   # DIR on the server's path (e.g. uvloop there)
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ async def main(args: argparse.Namespace) -> None:
         port = free_port()
         env = {
             **os.environ,
-            "PYTHONPATH": args.src or str(HERE.parent / "src"),
+            "PYTHONPATH": os.pathsep.join([args.src or str(HERE.parent / "src"), *args.pythonpath]),
             "TOOLRUN_DATABASE_URL": db,
             "TOOLRUN_DATA_DIR": str(tmp / "data"),
         }
@@ -129,5 +130,11 @@ if __name__ == "__main__":
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--src", default="", help="the src/ of another checkout to profile")
     parser.add_argument("--no-spy", action="store_true", help="no profile: only CPU per turn (A/B runs)")
+    parser.add_argument(
+        "--pythonpath",
+        action="append",
+        default=[],
+        help="another entry for the server's PYTHONPATH, after the source (e.g. a folder with uvloop)",
+    )
     main_args = parser.parse_args()
     asyncio.run(main(main_args))
