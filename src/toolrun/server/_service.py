@@ -32,7 +32,8 @@ How a run is kept safe:
   expiry), never from what a client sent.
 
 The parts, imports one way (down this list): `_views` (records as the API shows them), `_handle`
-(`RunHandle`), `_statements` (claim, release, history), `_runs` (`RunDriver`: a run's task, events and
+(`RunHandle`), `_fixed` (the turn's statements and transactions, straight on SQLite), `_statements`
+(claim, release, history), `_runs` (`RunDriver`: a run's task, events and
 end), `_decisions` (approve/deny, edit previews, closing expired pauses), `_reads` (conversations and
 pending items), and this module's `ChatService`, which admits runs and puts the rest together.
 """
