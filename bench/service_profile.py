@@ -1,10 +1,10 @@
 """Where one turn of toolrun's `POST /api/v1/chat` spends its CPU, model over HTTP (issue 21).
 
-Starts the scripted model (`_scripted_llm.py`) and one toolrun server (`_toolrun_server.py`, SQLite, the
-default httpx transport) under `py-spy record` (collapsed stacks), drives `--turns` turns per chat from
-`--concurrency` chats with bench/service.py's load generator, stops py-spy and prints the frames with the
-largest share of the server's samples, counted two ways: inclusive (the frame or anything it called) and
-self (the frame itself).
+Starts the scripted model (`_scripted_llm.py`) and one toolrun server (`_toolrun_server.py`, SQLite,
+`OpenAIModel` on its default transport or `--transport`) under `py-spy record` (collapsed stacks), drives
+`--turns` turns per chat from `--concurrency` chats with bench/service.py's load generator, stops py-spy
+and prints the frames with the largest share of the server's samples, counted two ways: inclusive (the
+frame or anything it called) and self (the frame itself).
 
     python bench/service_profile.py [--concurrency 50] [--turns 4] [--rate 200] [--top 25]
     python bench/service_profile.py --src ../main/src      # profile another checkout's server
@@ -85,7 +85,7 @@ async def main(args: argparse.Namespace) -> None:
         if (os.cpu_count() or 1) > 1:
             env["BENCH_SERVER_CPU"] = "0"
         server = str(HERE / "_toolrun_server.py")
-        transport = "default" if args.src else "httpx"
+        transport = args.transport
         proc = stacks.spawn("toolrun", [server, str(port), stacks.model_url, transport], env)
         base = f"http://127.0.0.1:{port}"
         await wait_up(base, proc)
@@ -130,6 +130,11 @@ if __name__ == "__main__":
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--src", default="", help="the src/ of another checkout to profile")
     parser.add_argument("--no-spy", action="store_true", help="no profile: only CPU per turn (A/B runs)")
+    parser.add_argument(
+        "--transport",
+        default="default",
+        help="OpenAIModel transport: default (its own: aiohttp where installed), httpx, aiohttp, sdk",
+    )
     parser.add_argument(
         "--pythonpath",
         action="append",
