@@ -87,6 +87,7 @@ async def main(directory: Path, database_url: str, lease_seconds: float, port: i
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart takes the killed one's port
     sock.bind(("127.0.0.1", port))
+    sock.listen(128)  # listening before the port is told: a client that comes before the lifespan waits
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     print(json.dumps({"port": port}), flush=True)

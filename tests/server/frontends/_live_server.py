@@ -42,6 +42,7 @@ async def main(directory: Path, rich: bool = False) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # listening before the port is told: a client that comes before the lifespan waits
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     print(json.dumps({"port": port, "alice": alice, "bob": bob}), flush=True)
