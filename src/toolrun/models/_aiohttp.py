@@ -23,8 +23,6 @@ later and counted as a failure. On a fresh connection, or once any of the answer
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import contextvars
 import ssl
 import weakref
@@ -37,9 +35,9 @@ from toolrun.models._errors import (
     ProviderError,
     ProviderResponseError,
     ProviderUnavailableError,
-    error_from_body,
     error_from_status,
 )
+from toolrun.models._sse import EventStream
 
 if TYPE_CHECKING:
     import aiohttp
@@ -49,9 +47,6 @@ __all__ = ["AioHTTPClient", "AioSSEStream", "available"]
 _decode = msgspec.json.decode
 _CONNECT_TIMEOUT = 30.0  # see models._http: a busy loop takes long to come back to a new connection
 _DEFAULT_TIMEOUT = 600.0  # between two reads of the answer, as httpx's read timeout (not the whole stream)
-_DRAIN_SECONDS = 0.5
-_DRAIN_EVENTS = 8
-_AFTER_DONE_CHUNKS = 16
 _MAX_CONNECTIONS = 1024
 _KEEP_ALIVE_SECONDS = 30.0
 
@@ -77,114 +72,26 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-class AioSSEStream:
-    """The `data:` payloads of a `text/event-stream` response, decoded, until `[DONE]` or the end.
-
-    An event whose payload carries an `error` object (a failure reported inside a 200 stream) raises the
-    matching `ProviderError`, as the SDK's stream does.
-    """
+class AioSSEStream(EventStream):
+    """The `data:` payloads of an aiohttp `text/event-stream` response, decoded (`models._sse`)."""
 
     def __init__(self, response: aiohttp.ClientResponse, provider: str) -> None:
         self._response = response
-        self._provider = provider
-        self._finished = False
-        self._events = self._read()
+        super().__init__(provider)
 
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        return self._events
+    def _chunks(self) -> AsyncIterator[bytes]:
+        return self._response.content.iter_any()
 
-    async def _lines(self) -> AsyncIterator[bytes]:
-        """The body's lines without their ends (`\\n`, `\\r\\n` or `\\r`), however the reads split them."""
-        pending = b""
-        async for chunk in self._response.content.iter_any():
-            buffer = pending + chunk if pending else chunk
-            if b"\r" in buffer:
-                tail = buffer.endswith(b"\r")  # its `\n` may come with the next read
-                buffer = buffer.replace(b"\r\n", b"\n")
-                if tail:
-                    buffer = buffer[:-1]
-                buffer = buffer.replace(b"\r", b"\n")
-                if tail:
-                    buffer += b"\r"
-            lines = buffer.split(b"\n")
-            pending = lines.pop()
-            for line in lines:
-                yield line
-        if pending and pending != b"\r":
-            yield pending
-
-    async def _read(self) -> AsyncIterator[dict[str, Any]]:
+    def _broken(self) -> tuple[type[BaseException], ...]:
         import aiohttp
 
-        data: list[bytes] = []
-        event: bytes | None = None
-        try:
-            lines = self._lines()
-            async for line in lines:
-                if line:
-                    if line.startswith(b"data:"):
-                        data.append(line[6:] if line.startswith(b"data: ") else line[5:])
-                    elif line.startswith(b"event:"):
-                        event = line[6:].strip()
-                    continue  # ids, retries and comments (": ping") carry nothing for us
-                if not data:
-                    event = None
-                    continue
-                payload = data[0] if len(data) == 1 else b"\n".join(data)
-                data.clear()
-                if payload.startswith(b"[DONE]"):
-                    # Read the body to its end (the chunked terminator follows at once): a response read
-                    # to its end gives its connection back to the pool; one released early closes it.
-                    after = 0
-                    async for _ in lines:
-                        after += 1
-                        if after > _AFTER_DONE_CHUNKS:
-                            break
-                    self._finished = True
-                    return
-                item = self._item(payload, event)
-                event = None
-                if item is not None:
-                    yield item
-            self._finished = True
-            if data and not b"\n".join(data).startswith(b"[DONE]"):
-                item = self._item(b"\n".join(data), event)
-                if item is not None:
-                    yield item
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise _unavailable(exc, "the connection broke", self._provider) from exc
+        return (aiohttp.ClientError, TimeoutError)
 
-    def _item(self, payload: bytes, event: bytes | None) -> dict[str, Any] | None:
-        try:
-            item = _decode(payload)
-        except msgspec.DecodeError as exc:
-            raise ProviderResponseError(
-                f"a stream event is not valid JSON: {payload[:200]!r}", provider=self._provider
-            ) from exc
-        if isinstance(item, dict) and item.get("error") and (event is None or event == b"error"):
-            raise error_from_body(item["error"], status=None, headers=None, provider=self._provider)
-        if not isinstance(item, dict):
-            raise ProviderResponseError(
-                f"a stream event is not a JSON object: {payload[:200]!r}", provider=self._provider
-            )
-        return item
+    def _unavailable(self, exc: BaseException) -> ProviderUnavailableError:
+        return _unavailable(exc, "the connection broke", self._provider)
 
-    async def close(self) -> None:
-        """End the stream. What follows the finish reason (a usage chunk, `[DONE]`, the body's end) is read
-        here, for a short while at most, so that the connection goes back to the pool instead of closing."""
-        try:
-            if not self._finished:
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(_DRAIN_SECONDS):
-                        left = _DRAIN_EVENTS
-                        async for _ in self._events:
-                            left -= 1
-                            if left <= 0:
-                                break
-            await self._events.aclose()  # type: ignore[attr-defined]
-        finally:
-            # Read to its end: back to the pool; otherwise (cancelled, cut short) `release` closes it.
-            self._response.release()
+    async def _release(self) -> None:
+        self._response.release()
 
 
 class AioHTTPClient:

@@ -16,8 +16,6 @@ httpx is imported on first use only (it comes with the `openai` extra and the se
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,9 +26,9 @@ from toolrun.models._errors import (
     ProviderError,
     ProviderResponseError,
     ProviderUnavailableError,
-    error_from_body,
     error_from_status,
 )
+from toolrun.models._sse import EventStream
 
 if TYPE_CHECKING:
     import httpx
@@ -43,101 +41,31 @@ _CONNECT_TIMEOUT = 30.0
 # connection, and a server loop busy with 200 chats took longer than 5 s to do so (bench/service.py: 15 of
 # 200 streamed turns failed with ProviderUnavailableError while the model server was up and idle).
 _DEFAULT_TIMEOUT = 600.0  # the SDK's: a long generation may take minutes
-# After the consumer stopped: how long, and for how many events, `SSEStream.close` reads on to the end.
-_DRAIN_SECONDS = 0.5
-_DRAIN_EVENTS = 8
-_AFTER_DONE_LINES = 64
 _MAX_CONNECTIONS = 1024  # the client's own pools, all together (see `HTTPClient.__init__`)
 _KEEP_ALIVE = 256
 _POOLS = 64
 _PER_POOL = 4  # requests in flight on one pool before the next one is used (and connections it keeps)
 
 
-class SSEStream:
-    """The `data:` payloads of a `text/event-stream` response, decoded, until `[DONE]` or the end.
-
-    An event whose payload carries an `error` object (a failure reported inside a 200 stream) raises the
-    matching `ProviderError`, as the SDK's stream does.
-    """
+class SSEStream(EventStream):
+    """The `data:` payloads of an httpx `text/event-stream` response, decoded (`models._sse`)."""
 
     def __init__(self, response: httpx.Response, provider: str) -> None:
         self._response = response
-        self._provider = provider
-        self._finished = False
-        self._events = self._read()
+        super().__init__(provider)
 
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        return self._events
+    def _chunks(self) -> AsyncIterator[bytes]:
+        return self._response.aiter_bytes()
 
-    async def _read(self) -> AsyncIterator[dict[str, Any]]:
+    def _broken(self) -> tuple[type[BaseException], ...]:
         import httpx
 
-        data: list[str] = []
-        event: str | None = None
-        try:
-            lines = self._response.aiter_lines()
-            async for line in lines:
-                if line:
-                    if line.startswith("data:"):
-                        data.append(line[6:] if line.startswith("data: ") else line[5:])
-                    elif line.startswith("event:"):
-                        event = line[6:].strip()
-                    continue  # ids, retries and comments (": ping") carry nothing for us
-                if not data:
-                    event = None
-                    continue
-                payload = "\n".join(data)
-                data.clear()
-                if payload.startswith("[DONE]"):
-                    # Read the body to its end (the chunked terminator follows at once): a response read
-                    # to its end gives its connection back to the pool; one closed early closes it.
-                    after = 0
-                    async for _ in lines:
-                        after += 1
-                        if after > _AFTER_DONE_LINES:
-                            break
-                    self._finished = True
-                    return
-                item = self._item(payload, event)
-                event = None
-                if item is not None:
-                    yield item
-            self._finished = True
-            if data and not "\n".join(data).startswith("[DONE]"):
-                item = self._item("\n".join(data), event)
-                if item is not None:
-                    yield item
-        except httpx.HTTPError as exc:
-            raise _unavailable(exc, "the connection broke", self._provider) from exc
+        return (httpx.HTTPError,)
 
-    def _item(self, payload: str, event: str | None) -> dict[str, Any] | None:
-        try:
-            item = _decode(payload)
-        except msgspec.DecodeError as exc:
-            raise ProviderResponseError(
-                f"a stream event is not valid JSON: {payload[:200]!r}", provider=self._provider
-            ) from exc
-        if isinstance(item, dict) and item.get("error") and (event is None or event == "error"):
-            raise error_from_body(item["error"], status=None, headers=None, provider=self._provider)
-        if not isinstance(item, dict):
-            raise ProviderResponseError(
-                f"a stream event is not a JSON object: {payload[:200]!r}", provider=self._provider
-            )
-        return item
+    def _unavailable(self, exc: BaseException) -> ProviderUnavailableError:
+        return _unavailable(exc, "the connection broke", self._provider)
 
-    async def close(self) -> None:
-        """End the stream. A consumer stops at the finish reason; what follows (a usage chunk, `[DONE]`, the
-        body's end) arrives at once, so it is read here, for a short while at most: the connection then goes
-        back to the pool instead of being closed, and the next request needs no new one."""
-        if not self._finished:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(_DRAIN_SECONDS):
-                    left = _DRAIN_EVENTS
-                    async for _ in self._events:
-                        left -= 1
-                        if left <= 0:
-                            break
-        await self._events.aclose()  # type: ignore[attr-defined]
+    async def _release(self) -> None:
         await self._response.aclose()
 
 
@@ -342,7 +270,7 @@ def _proxied(url: str) -> bool:
     return bool(proxies.get(scheme) or proxies.get("all"))
 
 
-def _unavailable(exc: Exception, what: str, provider: str) -> ProviderUnavailableError:
+def _unavailable(exc: BaseException, what: str, provider: str) -> ProviderUnavailableError:
     """The `ProviderUnavailableError` of a transport failure: a timeout says so, anything else says `what`
     happened and httpx's own words."""
     import httpx
