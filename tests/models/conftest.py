@@ -61,6 +61,15 @@ async def make_openai(
         yield make
 
 
+@pytest.fixture(params=["aiohttp", "httpx"])
+async def make_openai_lean(
+    server: FakeServer, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., OpenAIModel]]:
+    """OpenAIModels on toolrun's own client, once per transport it runs on (aiohttp, httpx)."""
+    async with _openai_factory(server, request.param) as make:
+        yield make
+
+
 @pytest.fixture
 async def make_openai_httpx(server: FakeServer) -> AsyncIterator[Callable[..., OpenAIModel]]:
     async with _openai_factory(server, "httpx") as make:

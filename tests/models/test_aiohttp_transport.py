@@ -12,7 +12,6 @@ import itertools
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
 from typing import Any
 
 import aiohttp
@@ -21,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolrun.models import (
-    FinalResponse,
     ModelRequest,
     OpenAIModel,
     ProviderBadRequestError,
@@ -34,7 +32,7 @@ from toolrun.models import (
 from toolrun.models._aiohttp import AioHTTPClient, AioSSEStream
 from toolrun.models._http import HTTPClient
 
-from .fakes import OPENAI_PATH, Reply, openai_chunk, openai_stream, openai_usage_chunk
+from .fakes import OPENAI_PATH, openai_chunk, openai_stream, openai_usage_chunk
 
 Action = Callable[[asyncio.StreamWriter], Awaitable[bool]]
 """Answers one request on its connection; False closes the connection afterwards."""
@@ -450,29 +448,6 @@ async def test_a_stream_stalling_past_the_timeout_is_unavailable(
 
 
 # -- through OpenAIModel -------------------------------------------------------------------------------
-
-
-async def test_aiohttp_transport_streams_keep_their_connection(server, make_openai_aiohttp) -> None:
-    """The consumer stops at the finish reason; the stream is still read to its end (usage, `[DONE]`),
-    so the next request goes out on the same connection instead of a new one."""
-    chunks = [
-        openai_chunk({"role": "assistant", "content": "Hi"}),
-        openai_chunk({}, finish_reason="stop"),
-        openai_usage_chunk(9, 3),
-    ]
-    server.reply(OPENAI_PATH, *[Reply(frames=openai_stream(chunks)) for _ in range(3)])
-    model = make_openai_aiohttp()
-    for _ in range(3):
-        async with aclosing(model.stream(ModelRequest([UserMessage(content="Hi")]))) as stream:
-            events_ = [e async for e in stream]
-        assert isinstance(events_[-1], FinalResponse)
-    peers = {r.peer for r in server.requests}
-    assert len(server.requests) == 3 and len(peers) == 1, peers
-    for recorded in server.requests:
-        headers = {k.lower(): v for k, v in recorded.headers.items()}
-        assert headers["authorization"] == "Bearer sk-test"
-        assert headers["content-type"] == "application/json"
-        assert headers["accept"] == "text/event-stream"
 
 
 async def test_transport_choice(server, monkeypatch: pytest.MonkeyPatch) -> None:

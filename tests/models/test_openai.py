@@ -690,7 +690,7 @@ async def test_httpx_transport_goes_through_the_client_when_the_environment_name
     assert server.requests == []  # it went to the proxy, as httpx's client does with trust_env
 
 
-async def test_httpx_transport_streams_keep_their_connection(server, make_openai_httpx) -> None:
+async def test_lean_transports_keep_a_streams_connection(server, make_openai_lean) -> None:
     """The consumer stops at the finish reason; the stream is still read to its end (usage, `[DONE]`),
     so the next request goes out on the same connection instead of a new one."""
     chunks = [
@@ -699,9 +699,10 @@ async def test_httpx_transport_streams_keep_their_connection(server, make_openai
         openai_usage_chunk(9, 3),
     ]
     server.reply(OPENAI_PATH, *[Reply(frames=openai_stream(chunks)) for _ in range(3)])
-    model = make_openai_httpx()
+    model = make_openai_lean()
     for _ in range(3):
-        events = [e async for e in model.stream(hello())]
+        async with aclosing(model.stream(hello())) as stream:
+            events = [e async for e in stream]
         assert isinstance(events[-1], FinalResponse)
     peers = {r.peer for r in server.requests}
     assert len(server.requests) == 3 and len(peers) == 1, peers
