@@ -257,6 +257,18 @@ def _attachment(row: sa.RowMapping) -> Attachment:
 
 _TASK_COLUMNS = [c for c in tasks_table.c if c.name != "priority_rank"]
 
+# The statements a chat turn's task tools run, built once at import: building a Core statement (and its
+# cache key, which SQLAlchemy memoises on the statement object) costs more CPU than SQLite takes to run
+# it. Executed with a parameter dict (the insert) or bound by name (`sa.bindparam`), so every call shares
+# the one compiled form in the engine's statement cache.
+_bp = sa.bindparam
+_INSERT_TASK = tasks_table.insert()
+_INSERT_TAGS = task_tags_table.insert()
+_INSERT_ATTACHMENT = attachments_table.insert()
+_OWN_TASK_WHERE = (tasks_table.c.id == _bp("b_task_id"), tasks_table.c.user_id == _bp("b_user_id"))
+_OWN_TASK_ROW = sa.select(*_TASK_COLUMNS).where(*_OWN_TASK_WHERE)
+_OWN_TASK_ID = sa.select(tasks_table.c.id).where(*_OWN_TASK_WHERE)
+
 
 class TaskStore:
     """The user-scoped task and attachment operations the tools (and the HTTP API) call.
@@ -301,19 +313,20 @@ class TaskStore:
         )
         async with self.engine.begin() as conn:
             await conn.execute(
-                tasks_table.insert().values(
-                    id=task.id,
-                    user_id=user_id,
-                    title=task.title,
-                    description=task.description,
-                    status=task.status,
-                    priority=task.priority,
-                    priority_rank=_PRIORITY_RANK[task.priority],
-                    eta=task.eta,
-                    tags=json.dumps(task.tags),
-                    created_at=now,
-                    updated_at=now,
-                )
+                _INSERT_TASK,
+                {
+                    "id": task.id,
+                    "user_id": user_id,
+                    "title": task.title,
+                    "description": task.description,
+                    "status": task.status,
+                    "priority": task.priority,
+                    "priority_rank": _PRIORITY_RANK[task.priority],
+                    "eta": task.eta,
+                    "tags": json.dumps(task.tags),
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
             await self._write_tags(conn, user_id, task.id, task.tags)
         return task
@@ -339,9 +352,7 @@ class TaskStore:
             values["priority_rank"] = _PRIORITY_RANK[values["priority"]]
         t = tasks_table
         async with self.engine.begin() as conn:
-            exists = (
-                await conn.execute(sa.select(t.c.id).where(t.c.id == task_id, t.c.user_id == user_id))
-            ).first()
+            exists = (await conn.execute(_OWN_TASK_ID, {"b_task_id": task_id, "b_user_id": user_id})).first()
             if exists is None:
                 return None
             if values:
@@ -436,8 +447,7 @@ class TaskStore:
     ) -> None:
         if tags:
             await conn.execute(
-                task_tags_table.insert(),
-                [{"task_id": task_id, "tag": tag, "user_id": user_id} for tag in tags],
+                _INSERT_TAGS, [{"task_id": task_id, "tag": tag, "user_id": user_id} for tag in tags]
             )
 
     # -- attachments ----------------------------------------------------------------------------------------
@@ -479,14 +489,11 @@ class TaskStore:
             refreshed_at=None,
             created_at=now,
         )
-        t = tasks_table
         async with self.engine.begin() as conn:
-            exists = (
-                await conn.execute(sa.select(t.c.id).where(t.c.id == task_id, t.c.user_id == user_id))
-            ).first()
+            exists = (await conn.execute(_OWN_TASK_ID, {"b_task_id": task_id, "b_user_id": user_id})).first()
             if exists is None:
                 return None
-            await conn.execute(attachments_table.insert().values(user_id=user_id, **att.to_dict()))
+            await conn.execute(_INSERT_ATTACHMENT, {"user_id": user_id, **att.to_dict()})
         return att
 
     async def get_attachment(self, user_id: str, attachment_id: str) -> Attachment | None:
@@ -537,6 +544,5 @@ async def create_fts(conn: AsyncConnection) -> None:
 
 async def _own_task_row(conn: Any, user_id: str, task_id: str) -> Any:
     """The task's row if `user_id` owns it, else None (another user's id is as unknown as a missing one)."""
-    t = tasks_table
-    result = await conn.execute(sa.select(*_TASK_COLUMNS).where(t.c.id == task_id, t.c.user_id == user_id))
+    result = await conn.execute(_OWN_TASK_ROW, {"b_task_id": task_id, "b_user_id": user_id})
     return result.mappings().first()
