@@ -98,7 +98,7 @@ async def main(args: argparse.Namespace) -> None:
             print(
                 f"{args.src or 'this checkout'}: {row['turns']} turns in {wall:.1f} s, "
                 f"{row['turns_per_s']:.1f} turns/s, {row['cpu_ms_per_turn']:.2f} ms server CPU per turn, "
-                f"{row['errors']} errors"
+                f"{row['errors']} errors {' '.join(row['error_kinds'])}".rstrip()
             )
             return
         spy = await asyncio.create_subprocess_exec(
@@ -116,7 +116,8 @@ async def main(args: argparse.Namespace) -> None:
         stacks.stop()
     print(
         f"{row['turns']} turns in {wall:.1f} s, {row['turns_per_s']:.1f} turns/s, "
-        f"{row['cpu_ms_per_turn']:.2f} ms server CPU per turn, {row['errors']} errors"
+        f"{row['cpu_ms_per_turn']:.2f} ms server CPU per turn, {row['errors']} errors "
+        f"{' '.join(row['error_kinds'])}".rstrip()
     )
     print(summarise(out, args.top))
     print(f"(collapsed stacks: {out})")
