@@ -89,6 +89,11 @@ def new_call_id() -> str:
 
 def safe_call_id(value: object) -> bool:
     """Whether `value` is a call id every provider takes (1-64 of `[A-Za-z0-9_-]`)."""
+    if type(value) is str:  # the common case, without the regex: ASCII letters and digits are `isalnum`
+        if not 0 < len(value) <= MAX_CALL_ID_CHARS or not value.isascii():
+            return False
+        rest = value.replace("_", "").replace("-", "")
+        return not rest or rest.isalnum()
     return isinstance(value, str) and _CALL_ID.fullmatch(value) is not None
 
 
@@ -153,9 +158,11 @@ def arguments_problem(
             return f"are {len(arguments)} characters long (the limit is {max_chars})"
         if "\x00" in arguments:
             return "hold a NUL character"
-        if _bad_text(arguments) is not None:
+        if not arguments.isascii() and _bad_text(arguments) is not None:
             return "are not valid Unicode (a lone surrogate)"
-        escapes = _SURROGATE_ESCAPE.search(arguments) or "\\u0000" in arguments
+        escapes = "\\u" in arguments and (
+            _SURROGATE_ESCAPE.search(arguments) is not None or "\\u0000" in arguments
+        )
         if escapes and _decoded_strings_bad(arguments):
             return "hold a lone surrogate or a NUL character (as JSON escapes)"
         if text_depth_over(arguments, max_depth):
@@ -204,6 +211,11 @@ def _call_problems(call: ToolCall, where: str) -> Iterator[str]:
         yield f"{where}: the arguments {problem}"
 
 
+def _plain(text: Any) -> bool:
+    """Whether `text` is ASCII text without NUL (then `_bad_text(text)` is None; else ask it)."""
+    return type(text) is str and text.isascii() and "\x00" not in text
+
+
 def history_problems(messages: Sequence[Message], *, open_tail: bool = False) -> list[str]:
     """What makes `messages` unfit to send to some provider (empty: fit for all). See the module doc.
 
@@ -211,59 +223,79 @@ def history_problems(messages: Sequence[Message], *, open_tail: bool = False) ->
         messages: The conversation, oldest first.
         open_tail: Allow the last assistant turn's calls to have no results yet (a paused run).
     """
+    # Runs on every turn over the whole stored conversation, so the fit case is kept cheap: positions are
+    # formatted only for a problem, and what is still open is counted rather than listed per message.
     problems: list[str] = []
     seen_ids: set[str] = set()
     open_calls: dict[str, bool] = {}  # the last assistant turn's call ids → answered yet
+    unanswered = 0  # how many of them are not answered yet
     started = False
     for i, message in enumerate(messages):
-        where = f"messages[{i}]"
         content: Any = message.content  # typed str; a hand-made message may hold anything
         if not isinstance(content, str):
-            problems.append(f"{where}: content is not text")
+            problems.append(f"messages[{i}]: content is not text")
             continue
         if isinstance(message, ToolResultMessage):
-            bad = _bad_text(content, nul=False) or _bad_text(message.call_id) or _bad_text(message.tool_name)
-            if bad is not None:
-                problems.append(f"{where}: the tool result {bad}")
-            if message.call_id not in open_calls:
-                problems.append(f"{where}: a result for call {message.call_id[:80]!r}, which is not open")
-            elif open_calls[message.call_id]:
-                problems.append(f"{where}: a second result for call {message.call_id[:80]!r}")
+            call_id = message.call_id
+            if not (content.isascii() and _plain(call_id) and _plain(message.tool_name)):
+                bad = _bad_text(content, nul=False) or _bad_text(call_id) or _bad_text(message.tool_name)
+                if bad is not None:
+                    problems.append(f"messages[{i}]: the tool result {bad}")
+            answered = open_calls.get(call_id)
+            if answered is None:
+                problems.append(f"messages[{i}]: a result for call {call_id[:80]!r}, which is not open")
+            elif answered:
+                problems.append(f"messages[{i}]: a second result for call {call_id[:80]!r}")
             else:
-                open_calls[message.call_id] = True
+                open_calls[call_id] = True
+                unanswered -= 1
             continue
-        unanswered = [cid for cid, done in open_calls.items() if not done]
         if unanswered:
-            problems.append(f"{where}: follows calls without results: {unanswered[:5]}")
-        open_calls = {}
+            waiting = [cid for cid, done in open_calls.items() if not done]
+            problems.append(f"messages[{i}]: follows calls without results: {waiting[:5]}")
+        if open_calls:
+            open_calls = {}
+            unanswered = 0
         if isinstance(message, SystemMessage):
             if started:
-                problems.append(f"{where}: a system message after the conversation started")
-            if (bad := _bad_text(content, nul=False)) is not None:
-                problems.append(f"{where}: the system message {bad}")
+                problems.append(f"messages[{i}]: a system message after the conversation started")
+            if not content.isascii() and (bad := _bad_text(content, nul=False)) is not None:
+                problems.append(f"messages[{i}]: the system message {bad}")
             continue
-        if not started and not isinstance(message, UserMessage):
-            problems.append(f"{where}: the conversation must start with the user's message")
+        is_user = isinstance(message, UserMessage)
+        if not started and not is_user:
+            problems.append(f"messages[{i}]: the conversation must start with the user's message")
         started = True
-        if (bad := _bad_text(content)) is not None:
-            problems.append(f"{where}: the {message.role}'s text {bad}")
-        if isinstance(message, UserMessage):
+        if not _plain(content) and (bad := _bad_text(content)) is not None:
+            problems.append(f"messages[{i}]: the {message.role}'s text {bad}")
+        if is_user:
             if not content.strip():
-                problems.append(f"{where}: the user's text is empty")
+                problems.append(f"messages[{i}]: the user's text is empty")
             continue
         assert isinstance(message, AssistantMessage)
         if content and not content.strip():
-            problems.append(f"{where}: the assistant's text is whitespace only")
+            problems.append(f"messages[{i}]: the assistant's text is whitespace only")
         for j, call in enumerate(message.tool_calls):
-            call_where = f"{where}.tool_calls[{j}]"
-            problems.extend(_call_problems(call, call_where))
-            if call.id in seen_ids:
-                problems.append(f"{call_where}: id {str(call.id)[:80]!r} is used twice in the conversation")
-            seen_ids.add(call.id)
-            open_calls[call.id] = False
-    unanswered = [cid for cid, done in open_calls.items() if not done]
+            call_id = call.id
+            name: Any = call.name
+            if (
+                not safe_call_id(call_id)
+                or not isinstance(name, str)
+                or not _plain(name)
+                or not name.strip()
+                or arguments_problem(call.arguments) is not None
+            ):
+                problems.extend(_call_problems(call, f"messages[{i}].tool_calls[{j}]"))
+            if call_id in seen_ids:
+                where = f"messages[{i}].tool_calls[{j}]"
+                problems.append(f"{where}: id {str(call_id)[:80]!r} is used twice in the conversation")
+            seen_ids.add(call_id)
+            if call_id not in open_calls:
+                unanswered += 1
+            open_calls[call_id] = False
     if unanswered and not open_tail:
-        problems.append(f"the last turn has calls without results: {unanswered[:5]}")
+        waiting = [cid for cid, done in open_calls.items() if not done]
+        problems.append(f"the last turn has calls without results: {waiting[:5]}")
     return problems
 
 

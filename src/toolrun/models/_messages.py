@@ -20,7 +20,7 @@ provider-safe aliases on the wire.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
@@ -197,34 +197,54 @@ Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResult
 """One turn of a conversation."""
 
 
+def _system_from_dict(data: Mapping[str, Any]) -> SystemMessage:
+    return SystemMessage(content=data["content"])
+
+
+def _user_from_dict(data: Mapping[str, Any]) -> UserMessage:
+    return UserMessage(content=data["content"])
+
+
+def _assistant_from_dict(data: Mapping[str, Any]) -> AssistantMessage:
+    extra = data.get("provider_data")
+    calls = data.get("tool_calls")
+    return AssistantMessage(
+        content=data.get("content") or "",
+        tool_calls=[ToolCall.from_dict(c) for c in calls] if calls else [],
+        provider_data=extra if extra is not None and isinstance(extra, Mapping) and extra else None,
+    )
+
+
+def _tool_result_from_dict(data: Mapping[str, Any]) -> ToolResultMessage:
+    items: tuple[Content, ...] = ()
+    if data.get("parts"):
+        from toolrun.content import content_from_dict
+
+        items = tuple(content_from_dict(item) for item in data["parts"])
+    return ToolResultMessage(
+        call_id=data["call_id"],
+        tool_name=data.get("tool_name", ""),
+        content=data["content"],
+        is_error=bool(data.get("is_error", False)),
+        parts=items,
+    )
+
+
+_FROM_DICT: dict[Any, Callable[[Mapping[str, Any]], Message]] = {
+    "system": _system_from_dict,
+    "user": _user_from_dict,
+    "assistant": _assistant_from_dict,
+    "tool": _tool_result_from_dict,
+}
+
+
 def message_from_dict(data: Mapping[str, Any]) -> Message:
     """Rebuild a message from its `to_dict()` form (dispatching on `"role"`)."""
     role = data.get("role")
-    if role == "system":
-        return SystemMessage(content=data["content"])
-    if role == "user":
-        return UserMessage(content=data["content"])
-    if role == "assistant":
-        extra = data.get("provider_data")
-        return AssistantMessage(
-            content=data.get("content") or "",
-            tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls") or ()],
-            provider_data=extra if isinstance(extra, Mapping) and extra else None,
-        )
-    if role == "tool":
-        items: tuple[Content, ...] = ()
-        if data.get("parts"):
-            from toolrun.content import content_from_dict
-
-            items = tuple(content_from_dict(item) for item in data["parts"])
-        return ToolResultMessage(
-            call_id=data["call_id"],
-            tool_name=data.get("tool_name", ""),
-            content=data["content"],
-            is_error=bool(data.get("is_error", False)),
-            parts=items,
-        )
-    raise ValueError(f"Not a message: unknown role {role!r} (expected system, user, assistant or tool).")
+    build = _FROM_DICT.get(role) if isinstance(role, str) else None
+    if build is None:
+        raise ValueError(f"Not a message: unknown role {role!r} (expected system, user, assistant or tool).")
+    return build(data)
 
 
 def messages_to_json(messages: Iterable[Message]) -> str:
