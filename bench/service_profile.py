@@ -65,6 +65,14 @@ def summarise(collapsed: Path, top: int) -> str:
     return "\n".join(lines)
 
 
+ROUTES = {
+    "json": ("/api/v1/chat", "json"),
+    "sse": ("/api/v1/chat/stream", "sse"),
+    "ag-ui": ("/api/v1/ag-ui", "ag-ui"),
+    "ai-sdk": ("/api/v1/ai-sdk", "ai-sdk"),
+}
+
+
 async def main(args: argparse.Namespace) -> None:
     pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     tmp = Path(tempfile.mkdtemp(prefix="toolrun-profile-"))
@@ -89,7 +97,8 @@ async def main(args: argparse.Namespace) -> None:
         proc = stacks.spawn("toolrun", [server, str(port), stacks.model_url, transport], env)
         base = f"http://127.0.0.1:{port}"
         await wait_up(base, proc)
-        target = Target("toolrun", [base], "/api/v1/chat", "json", tokens, [proc.pid], toolrun=True)
+        path, protocol = ROUTES[args.route]
+        target = Target("toolrun", [base], path, protocol, tokens, [proc.pid], toolrun=True)
         await load(target, 10, 1)  # warm-up, not profiled
         if args.no_spy:  # the same load without the sampler: CPU per turn of a fresh server, for A/B runs
             started = time.perf_counter()
@@ -128,6 +137,7 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--turns", type=int, default=4)
     parser.add_argument("--rate", type=int, default=200)
+    parser.add_argument("--route", choices=sorted(ROUTES), default="json", help="the chat route to drive")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--src", default="", help="the src/ of another checkout to profile")
     parser.add_argument("--no-spy", action="store_true", help="no profile: only CPU per turn (A/B runs)")

@@ -73,30 +73,30 @@ async def list_conversations(
     ]
 
 
+# Built once: the AG-UI and AI SDK routes read a thread's conversation on every turn, and building a Core
+# statement and its cache key costs more CPU than SQLite takes to run it.
+_c, _r = _db.conversations, _db.runs
+_CONVERSATION = sa.select(
+    _c.c.id, _c.c.title, _c.c.created_at, _c.c.updated_at, _c.c.pending_run_id, _c.c.lease_until
+).where(_c.c.id == sa.bindparam("b_cid"), _c.c.user_id == sa.bindparam("b_uid"))
+_LAST_RUN = (
+    sa.select(_r.c.id, _r.c.status, _r.c.partial)
+    .where(_r.c.conversation_id == sa.bindparam("b_cid"), _r.c.user_id == sa.bindparam("b_uid"))
+    .order_by(_r.c.created_at.desc())
+    .limit(1)
+)
+
+
 async def get_conversation(
     engine: AsyncEngine, confirmations: ConfirmationStore, principal: Principal, conversation_id: str
 ) -> dict[str, Any]:
-    c = _db.conversations
+    ids = {"b_cid": conversation_id, "b_uid": principal.user_id}
     async with engine.connect() as conn:
-        row = (
-            await conn.execute(
-                sa.select(
-                    c.c.id, c.c.title, c.c.created_at, c.c.updated_at, c.c.pending_run_id, c.c.lease_until
-                ).where(c.c.id == conversation_id, c.c.user_id == principal.user_id)
-            )
-        ).first()
+        row = (await conn.execute(_CONVERSATION, ids)).first()
         if row is None:
             raise not_found("conversation")
         history, _ = await load_history(conn, conversation_id)
-        r = _db.runs
-        last = (
-            await conn.execute(
-                sa.select(r.c.id, r.c.status, r.c.partial)
-                .where(r.c.conversation_id == conversation_id, r.c.user_id == principal.user_id)
-                .order_by(r.c.created_at.desc())
-                .limit(1)
-            )
-        ).first()
+        last = (await conn.execute(_LAST_RUN, ids)).first()
     status = None if last is None else last[1]
     if last is not None and status == "running" and (row[5] is None or row[5] < time.time()):
         # A dead process's run (its lease lapsed): shown as what it is, its answer so far flagged
