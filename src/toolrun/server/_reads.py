@@ -13,14 +13,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from toolrun.models import clean_text
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
-from toolrun.server._statements import load_history
+from toolrun.server._statements import decode_row, load_history
 from toolrun.server._users import Principal
 from toolrun.server._views import iso_time, message_view, pending_item
 from toolrun.store import ConfirmationStore
 
-__all__ = ["delete_conversation", "get_conversation", "list_conversations", "pending"]
+__all__ = ["delete_conversation", "get_conversation", "list_conversations", "pending", "thread_state"]
 
 
 async def pending(
@@ -85,6 +86,13 @@ _LAST_RUN = (
     .order_by(_r.c.created_at.desc())
     .limit(1)
 )
+_OWNED = sa.select(_c.c.id).where(_c.c.id == sa.bindparam("b_cid"), _c.c.user_id == sa.bindparam("b_uid"))
+_m = _db.messages
+_USER_MESSAGES = (
+    sa.select(_m.c.data)
+    .where(_m.c.conversation_id == sa.bindparam("b_cid"), _m.c.role == "user")
+    .order_by(_m.c.seq)
+)
 
 
 async def get_conversation(
@@ -118,6 +126,26 @@ async def get_conversation(
         "messages": history,
         "pending": mine,
     }
+
+
+async def thread_state(
+    engine: AsyncEngine, confirmations: ConfirmationStore, principal: Principal, conversation_id: str
+) -> dict[str, Any] | None:
+    """What a front-end protocol checks a thread against on every request (`routes._threads`): the texts of
+    the conversation's user messages, oldest first, as `get_conversation` shows them, and its pending
+    confirmations; None when the conversation is not this user's. Reads only those: not the whole history
+    with its views, nor the last run."""
+    async with engine.connect() as conn:
+        if (
+            await conn.execute(_OWNED, {"b_cid": conversation_id, "b_uid": principal.user_id})
+        ).first() is None:
+            return None
+        rows = (await conn.execute(_USER_MESSAGES, {"b_cid": conversation_id})).all()
+    texts = [clean_text(decode_row(row[0]).get("content") or "") for row in rows]
+    mine = [
+        p for p in await pending(engine, confirmations, principal) if p["conversation_id"] == conversation_id
+    ]
+    return {"user_texts": texts, "pending": mine}
 
 
 async def delete_conversation(

@@ -294,6 +294,11 @@ class ChatService(RunDriver):
     async def get_conversation(self, principal: Principal, conversation_id: str) -> dict[str, Any]:
         return await _reads.get_conversation(self.engine, self.confirmations, principal, conversation_id)
 
+    async def thread_state(self, principal: Principal, conversation_id: str) -> dict[str, Any] | None:
+        """The user texts and pending confirmations of the user's conversation, None if it is not theirs
+        (what the AG-UI and AI SDK routes check a thread against; `_reads.thread_state`)."""
+        return await _reads.thread_state(self.engine, self.confirmations, principal, conversation_id)
+
     async def delete_conversation(self, principal: Principal, conversation_id: str) -> None:
         """Delete a conversation with its messages, runs and pending confirmations (409 while a run works).
 

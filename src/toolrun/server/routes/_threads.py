@@ -21,7 +21,6 @@ from sqlalchemy.exc import IntegrityError
 
 from toolrun.models import clean_text
 from toolrun.server import _db
-from toolrun.server._errors import ServiceError
 from toolrun.server._service import ChatService
 from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem
 from toolrun.server._users import Principal
@@ -38,6 +37,7 @@ class Thread:
         self.conversation_id = conversation_id
         self.exists = exists
         self.detail = detail
+        """`ChatService.thread_state`: the stored user texts and the pending confirmations."""
 
     @property
     def pending(self) -> list[dict[str, Any]]:
@@ -45,7 +45,7 @@ class Thread:
         return list((self.detail or {}).get("pending") or [])
 
     def user_texts(self) -> list[str]:
-        return [m["content"] for m in (self.detail or {}).get("messages") or () if m.get("role") == "user"]
+        return list((self.detail or {}).get("user_texts") or ())
 
     def is_resend(self, client_user_texts: list[str]) -> bool:
         """Whether the client's last user message is the last one this conversation already answered."""
@@ -65,13 +65,9 @@ async def find_thread(chat: ChatService, user: Principal, thread_id: str) -> Thr
     for candidate in (thread_id, _derived_id(user.user_id, thread_id)):
         if not candidate.startswith("conv_") or len(candidate) > 40:
             continue
-        try:
-            detail = await chat.get_conversation(user, candidate)
-        except ServiceError as exc:
-            if exc.status != 404:
-                raise
-            continue
-        return Thread(candidate, exists=True, detail=detail)
+        detail = await chat.thread_state(user, candidate)
+        if detail is not None:
+            return Thread(candidate, exists=True, detail=detail)
     return Thread(_derived_id(user.user_id, thread_id), exists=False, detail=None)
 
 
