@@ -17,6 +17,7 @@ from langgraph.types import Command, interrupt
 
 from toolrun import ToolContext, ToolError, ToolExecutor, ToolRegistry, tool
 from toolrun.integrations.langgraph import ToolrunNode, read_decisions
+from toolrun.store import InMemoryConfirmationStore
 
 Runs = collections.Counter[str]
 
@@ -459,15 +460,16 @@ def test_sync_graphs_interrupt_and_resume_exactly_once(saver: str, tmp_path: Any
             scenario(checkpointer)
 
 
+class UnlistableStore(InMemoryConfirmationStore):
+    """A confirmation store that cannot list what is held (its database is down)."""
+
+    async def list_pending(self, user_id: str, *, now: float) -> Any:
+        raise ConnectionError("store down")
+
+
 async def test_a_failing_confirmation_listing_fails_closed() -> None:
-    from toolrun.store import InMemoryConfirmationStore
-
-    class Broken(InMemoryConfirmationStore):
-        async def list_pending(self, user_id: str, *, now: float) -> Any:
-            raise ConnectionError("store down")
-
     runs: Runs = collections.Counter()
-    app = build(ToolExecutor(make_tools(runs), confirmations=Broken()), MIXED, InMemorySaver())
+    app = build(ToolExecutor(make_tools(runs), confirmations=UnlistableStore()), MIXED, InMemorySaver())
     cfg = config()
     state = await app.ainvoke({"messages": [HumanMessage("go")]}, cfg)
     ids = [a["confirmation_id"] for a in state["__interrupt__"][0].value["action_requests"]]

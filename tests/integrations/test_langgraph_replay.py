@@ -19,7 +19,16 @@ from langgraph.types import Command
 from toolrun import ToolContext, ToolExecutor
 from toolrun.runtime import InMemoryAuditSink
 
-from .test_langgraph_node import MIXED, Runs, build, call, config, make_tools, tool_messages
+from .test_langgraph_node import (
+    MIXED,
+    Runs,
+    UnlistableStore,
+    build,
+    call,
+    config,
+    make_tools,
+    tool_messages,
+)
 
 APPROVE = {"type": "approve"}
 REJECT = {"type": "reject", "message": "keep it"}
@@ -201,14 +210,8 @@ async def test_a_request_asked_again_under_a_new_id_is_decided_by_its_own_answer
 async def test_a_positional_answer_fails_closed_when_the_held_calls_cannot_be_listed() -> None:
     """The store cannot list what is held, so the node holds the calls anew: a positional answer was not
     given for those, and nothing runs (answered by id, the request comes back instead)."""
-    from toolrun.store import InMemoryConfirmationStore
-
-    class Broken(InMemoryConfirmationStore):
-        async def list_pending(self, user_id: str, *, now: float) -> Any:
-            raise ConnectionError("store down")
-
     runs: Runs = collections.Counter()
-    app = build(ToolExecutor(make_tools(runs), confirmations=Broken()), MIXED, InMemorySaver())
+    app = build(ToolExecutor(make_tools(runs), confirmations=UnlistableStore()), MIXED, InMemorySaver())
     cfg = config()
     await app.ainvoke({"messages": [HumanMessage("go")]}, cfg)
     state = await app.ainvoke(Command(resume={"decisions": [APPROVE, APPROVE]}), cfg)
