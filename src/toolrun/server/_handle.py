@@ -29,6 +29,16 @@ class RunHandle:
     def _close(self) -> None:
         self._queue.put_nowait(_END)
 
+    async def next(self, within: float) -> ServiceEvent | None:
+        """The next event, None after the last; `TimeoutError` when none comes within `within` seconds (the
+        stream goes on: call again)."""
+        if self._queue.empty():
+            async with asyncio.timeout(within):
+                item = await self._queue.get()
+        else:
+            item = self._queue.get_nowait()
+        return None if item is _END else item
+
     async def __aiter__(self) -> AsyncIterator[ServiceEvent]:
         while True:
             item = await self._queue.get()

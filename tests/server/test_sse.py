@@ -1,0 +1,47 @@
+"""`SSEResponse`: a run's events as `text/event-stream` frames, written straight to the ASGI send, with a
+`: ping` comment when the run is quiet for `ping` seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from toolrun.server._events import TextDelta
+from toolrun.server._handle import RunHandle
+from toolrun.server.sse import SSEResponse
+
+
+async def test_frames_ids_pings_and_the_end() -> None:
+    handle = RunHandle("run_1", "conv_1")
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def run() -> None:
+        handle._put(TextDelta(run_id="run_1", message_id="m", text="one\nline\ud800"))
+        await asyncio.sleep(0.25)  # quiet longer than the ping interval
+        handle._put(TextDelta(run_id="run_1", message_id="m", text="two"))
+        handle._close()
+
+    producer = asyncio.create_task(run())
+    await SSEResponse(handle, ping=0.1)({"type": "http"}, receive, send)
+    await producer
+
+    start, *bodies = sent
+    headers = dict(start["headers"])
+    assert start["status"] == 200 and headers[b"content-type"].startswith(b"text/event-stream")
+    assert headers[b"cache-control"] == b"no-store" and b"content-length" not in headers
+    assert bodies[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    text = b"".join(b["body"] for b in bodies).decode()
+    frames = [f for f in text.split("\r\n\r\n") if f]
+    assert frames[0].startswith("id: run_1:1\r\nevent: text_delta\r\ndata: ")
+    assert frames[-1].startswith("id: run_1:2\r\nevent: text_delta\r\ndata: ")
+    assert ": ping" in frames[1:-1]  # at least one ping between the two events
+    first = json.loads(frames[0].split("data: ", 1)[1])
+    # one data line (the newline escaped), the lone surrogate cleaned
+    assert first["text"] == "one\nline\ufffd"
