@@ -1,4 +1,5 @@
-"""Raw MCP Tasks requests sent with the official client's session (the SDK has no helper for them)."""
+"""Raw MCP Tasks requests sent with the official client's session (the SDK has no helper for them);
+`tasks/get` and `tasks/cancel` with toolrun's own request models (`toolrun.mcp._tasks_client`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from typing import Any, ClassVar, Literal
 import mcp_types as types
 from mcp.client.extension import advertise
 from pydantic import TypeAdapter
+
+from toolrun.mcp._tasks import TaskIdParams
+from toolrun.mcp._tasks_client import CancelTaskRequest, GetTaskRequest
 
 TASKS = "io.modelcontextprotocol/tasks"
 ANY = TypeAdapter(dict[str, Any])
@@ -20,22 +24,14 @@ class UpdateParams(TaskParams):
     input_responses: dict[str, Any]
 
 
-class Get(types.Request[TaskParams, Literal["tasks/get"]]):
-    method: Literal["tasks/get"] = "tasks/get"
-    params: TaskParams
-    name_param: ClassVar[str | None] = "taskId"
-
-
-class Cancel(types.Request[TaskParams, Literal["tasks/cancel"]]):
-    method: Literal["tasks/cancel"] = "tasks/cancel"
-    params: TaskParams
-    name_param: ClassVar[str | None] = "taskId"
-
-
 class Update(types.Request[UpdateParams, Literal["tasks/update"]]):
     method: Literal["tasks/update"] = "tasks/update"
     params: UpdateParams
     name_param: ClassVar[str | None] = "taskId"
+
+
+def _ids(task_id: str) -> TaskIdParams:
+    return TaskIdParams.model_validate({"taskId": task_id})
 
 
 def declaring() -> list[Any]:
@@ -50,11 +46,11 @@ async def call(client: Any, name: str, arguments: dict[str, Any]) -> dict[str, A
 
 
 async def get(client: Any, task_id: str) -> dict[str, Any]:
-    return await client.session.send_request(Get(params=TaskParams(task_id=task_id)), ANY)
+    return await client.session.send_request(GetTaskRequest(params=_ids(task_id)), ANY)
 
 
 async def cancel(client: Any, task_id: str) -> dict[str, Any]:
-    return await client.session.send_request(Cancel(params=TaskParams(task_id=task_id)), ANY)
+    return await client.session.send_request(CancelTaskRequest(params=_ids(task_id)), ANY)
 
 
 async def update(client: Any, task_id: str, responses: dict[str, Any]) -> dict[str, Any]:
