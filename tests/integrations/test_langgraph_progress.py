@@ -47,6 +47,12 @@ async def wipe(disk: str, ctx: ToolContext) -> str:
 
 
 def build(executor: ToolExecutor, calls: list[dict[str, Any]], checkpointer: Any = None) -> Any:
+    return graph_with(ToolrunNode(executor, progress_interval=0.05), calls, checkpointer)
+
+
+def graph_with(tools: Any, calls: list[dict[str, Any]], checkpointer: Any = None) -> Any:
+    """agent (asks for `calls` once, then answers "done") → `tools` → agent."""
+
     def agent(state: MessagesState) -> dict[str, Any]:
         if isinstance(state["messages"][-1], HumanMessage):
             return {"messages": [AIMessage("", tool_calls=calls)]}
@@ -54,7 +60,7 @@ def build(executor: ToolExecutor, calls: list[dict[str, Any]], checkpointer: Any
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", agent)
-    graph.add_node("tools", ToolrunNode(executor, progress_interval=0.05))
+    graph.add_node("tools", tools)
     graph.add_edge(START, "agent")
     graph.add_conditional_edges(
         "agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END]
@@ -175,20 +181,8 @@ async def test_toolrun_tools_in_langgraphs_prebuilt_tool_node_stream_progress_to
         {"name": "scan", "args": {"hosts": 3}, "id": "call_scan"},
     ]
 
-    def agent(state: MessagesState) -> dict[str, Any]:
-        if isinstance(state["messages"][-1], HumanMessage):
-            return {"messages": [AIMessage("", tool_calls=calls)]}
-        return {"messages": [AIMessage("done")]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode(lc_tools))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges(
-        "agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END]
-    )
-    graph.add_edge("tools", "agent")
-    custom, _ = await stream(graph.compile(), {"messages": [HumanMessage("go")]}, {"configurable": {}})
+    graph = graph_with(ToolNode(lc_tools), calls)
+    custom, _ = await stream(graph, {"messages": [HumanMessage("go")]}, {"configurable": {}})
     by_call = {c["tool_call_id"] for c in custom}
     assert by_call == {"call_crunch", "call_scan"}
     assert [c for c in custom if c["tool_call_id"] == "call_crunch"][-1]["progress"] == 3000
