@@ -24,6 +24,7 @@ later and counted as a failure. On a fresh connection, or once any of the answer
 from __future__ import annotations
 
 import contextvars
+import functools
 import ssl
 import weakref
 from collections.abc import AsyncIterator, Mapping
@@ -212,32 +213,27 @@ class AioHTTPClient:
             await session.close()
 
 
-_connector: type | None = None
-
-
+@functools.cache
 def _connector_class() -> type[aiohttp.TCPConnector]:
     """aiohttp's connector, noting in `_reused` whether the connection it hands out carried a request
     before (made on first use: aiohttp is imported lazily)."""
-    global _connector
-    if _connector is None:
-        import aiohttp
+    import aiohttp
 
-        class Connector(aiohttp.TCPConnector):
-            def __init__(self, **kwargs: Any) -> None:
-                super().__init__(**kwargs)
-                self._used: weakref.WeakSet[Any] = weakref.WeakSet()
+    class Connector(aiohttp.TCPConnector):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._used: weakref.WeakSet[Any] = weakref.WeakSet()
 
-            async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109 (aiohttp's)
-                connection = await super().connect(req, traces, timeout)
-                protocol = connection.protocol
-                if protocol in self._used:
-                    _reused.set(True)
-                else:
-                    self._used.add(protocol)
-                return connection
+        async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109 (aiohttp's)
+            connection = await super().connect(req, traces, timeout)
+            protocol = connection.protocol
+            if protocol in self._used:
+                _reused.set(True)
+            else:
+                self._used.add(protocol)
+            return connection
 
-        _connector = Connector
-    return _connector
+    return Connector
 
 
 def _unavailable(exc: BaseException, what: str, provider: str) -> ProviderUnavailableError:
