@@ -77,6 +77,7 @@ async def main(argv: list[str]) -> None:
     parser.add_argument("--start", action="store_true", help="start the runs (else: wait for them)")
     parser.add_argument("--crash", action="store_true", help="hang at the crash points")
     parser.add_argument("--approve", action="store_true", help="approve pending confirmations")
+    parser.add_argument("--approve-after", type=Path, default=None, help="approve only once this file exists")
     parser.add_argument("--lease", type=float, default=None, help="take over dead executors' runs")
     args = parser.parse_args(argv)
 
@@ -209,6 +210,8 @@ async def main(argv: list[str]) -> None:
                 return
             if not args.approve:
                 await hang(key, "approval")
+            while args.approve_after is not None and not args.approve_after.exists():
+                await asyncio.sleep(0.05)
             seq = await agent.decide(run_id, {run.pending[0].confirmation_id: True}, context=user)
 
     async with asyncio.timeout(90):

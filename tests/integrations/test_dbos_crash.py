@@ -162,7 +162,7 @@ async def _check(setup: Setup, keys: list[str]) -> None:
             assert seen["effects"] == 1, seen
             assert result["status"] == "ok"
         elif scenario == "approval":
-            assert seen["effect:remove_row"] == 1, seen
+            assert seen.get("effect:remove_row") == 1, (seen, result)
             assert result["status"] == "ok"
         assert seen["model:0:sent"] == 1, (scenario, seen)
 
@@ -188,11 +188,18 @@ async def test_a_killed_worker_restarted_finishes_every_run_exactly_once(setup: 
 @pytest.mark.parametrize("setup", ["postgresql"], indirect=True)
 async def test_another_process_takes_over_the_runs_of_a_dead_one(setup: Setup) -> None:
     keys = _keys()
-    survivor = Worker(setup, f"b-{uuid.uuid4().hex[:8]}", keys, "--approve", "--lease", "1.5")
+    # The survivor runs alongside the victim but approves only once the victim is dead: an approval
+    # given earlier would let the victim start the destructive call, and the kill could land inside it
+    # (then the call is rightly reported as interrupted, not run again: that window is the `tool` run's).
+    dead = setup.markers / "victim-dead"
+    survivor = Worker(
+        setup, f"b-{uuid.uuid4().hex[:8]}", keys, "--approve", "--approve-after", str(dead), "--lease", "1.5"
+    )
     victim = Worker(setup, f"a-{uuid.uuid4().hex[:8]}", keys, "--start", "--crash", "--lease", "1.5")
     try:
         await _wait_for(_markers(setup, keys), victim)
     finally:
         victim.kill()
+        dead.write_text("")
     await survivor.finished(timeout=120)
     await _check(setup, keys)
