@@ -96,6 +96,7 @@ run_confirmations = sa.Table(
     sa.Column("run_id", sa.String(40), nullable=False, index=True),
     sa.Column("user_id", sa.String(40), nullable=False),
     sa.Column("conversation_id", sa.String(40), nullable=False),
+    sa.Index("toolrun_run_confirmations_conversation", "conversation_id", "user_id"),
 )
 
 audit = sa.Table(

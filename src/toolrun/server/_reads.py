@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from toolrun.models import clean_text
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
+from toolrun.server._fixed import Fixed, transaction
 from toolrun.server._statements import decode_row, load_history
 from toolrun.server._users import Principal
 from toolrun.server._views import iso_time, message_view, pending_item
@@ -128,23 +129,42 @@ async def get_conversation(
     }
 
 
+_rc = _db.run_confirmations
+_THREAD_OWNED = Fixed(_OWNED)
+_THREAD_USER_MESSAGES = Fixed(_USER_MESSAGES)
+_THREAD_HELD = Fixed(
+    sa.select(_rc.c.confirmation_id)
+    .where(_rc.c.conversation_id == sa.bindparam("b_cid"), _rc.c.user_id == sa.bindparam("b_uid"))
+    .limit(1)
+)
+
+
 async def thread_state(
     engine: AsyncEngine, confirmations: ConfirmationStore, principal: Principal, conversation_id: str
 ) -> dict[str, Any] | None:
     """What a front-end protocol checks a thread against on every request (`routes._threads`): the texts of
     the conversation's user messages, oldest first, as `get_conversation` shows them, and its pending
     confirmations; None when the conversation is not this user's. Reads only those: not the whole history
-    with its views, nor the last run."""
-    async with engine.connect() as conn:
-        if (
-            await conn.execute(_OWNED, {"b_cid": conversation_id, "b_uid": principal.user_id})
-        ).first() is None:
+    with its views, nor the last run.
+
+    Its three reads are fixed statements (`_fixed`: straight on the service's SQLite), and the
+    confirmation store is asked only when the conversation holds a call at all (a row in
+    `toolrun_run_confirmations`, which a decision deletes): `pending` lists only confirmations that have
+    such a row, so with none it has nothing to list, and most turns hold none."""
+    ids = {"b_cid": conversation_id, "b_uid": principal.user_id}
+    async with transaction(engine) as conn:
+        if not await _THREAD_OWNED.rows(conn, ids):
             return None
-        rows = (await conn.execute(_USER_MESSAGES, {"b_cid": conversation_id})).all()
+        rows = await _THREAD_USER_MESSAGES.rows(conn, {"b_cid": conversation_id})
+        holds = bool(await _THREAD_HELD.rows(conn, ids))
     texts = [clean_text(decode_row(row[0]).get("content") or "") for row in rows]
-    mine = [
-        p for p in await pending(engine, confirmations, principal) if p["conversation_id"] == conversation_id
-    ]
+    mine = []
+    if holds:
+        mine = [
+            p
+            for p in await pending(engine, confirmations, principal)
+            if p["conversation_id"] == conversation_id
+        ]
     return {"user_texts": texts, "pending": mine}
 
 

@@ -13,6 +13,7 @@ stops listening: the run goes on in its own task to its next safe point and is s
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, Mapping
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -21,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 from toolrun.server._handle import RunHandle
 from toolrun.server._responses import json_text
 
-__all__ = ["SSE_DOC", "SSEResponse", "sse_response"]
+__all__ = ["SSE_DOC", "FramesResponse", "SSEResponse", "sse_response"]
 
 SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {"description": "Server-sent events (see docs/service.md).", "content": {"text/event-stream": {}}}
@@ -69,6 +70,28 @@ class SSEResponse(StreamingResponse):
             frame = (
                 f"id: {handle.run_id}:{n}\r\nevent: {event.kind}\r\ndata: {json_text(event.data())}\r\n\r\n"
             )
+            await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class FramesResponse(StreamingResponse):
+    """A stream of ready-made frames (AG-UI's and the AI SDK's event streams), written straight to the ASGI
+    `send`, one frame a send, as `SSEResponse` writes its events.
+
+    Starlette's `StreamingResponse` runs each response in an anyio task group with a second task that
+    listens for the client's disconnect, and cancels the frames when it comes. Here the frames run to
+    their end either way: they follow a run that goes on in its own task to its next safe point whether
+    or not anybody listens (uvicorn drops what is sent after a disconnect), so there is nothing to cancel,
+    and the stream still ends when the run does.
+    """
+
+    def __init__(self, frames: AsyncIterable[str], *, media_type: str, headers: Mapping[str, str]) -> None:
+        super().__init__(iter(()), headers=headers, media_type=media_type)
+        self._frames = frames
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        async for frame in self._frames:
             await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

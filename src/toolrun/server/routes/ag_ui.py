@@ -35,6 +35,7 @@ from toolrun.server.protocols.ag_ui import (
     user_texts,
 )
 from toolrun.server.routes._threads import check_text, find_thread, open_thread
+from toolrun.server.sse import FramesResponse
 
 __all__ = ["router"]
 
@@ -91,7 +92,7 @@ async def ag_ui_run(body: RunEnvelope, user: CurrentUser, chat: Chat) -> Any:
         frames = refusal.run_error(f"Not a valid RunAgentInput ({where}). Nothing ran.", "INVALID_INPUT")
         return StreamingResponse(iter(frames), media_type=refusal.media_type, headers=_HEADERS)
     encoder = AGUIEncoder(thread_id=run_input.thread_id, run_id=run_input.run_id, run_input=run_input)
-    return StreamingResponse(
+    return FramesResponse(
         _frames(chat, user, run_input, encoder),
         media_type=encoder.media_type,
         headers=_HEADERS,

@@ -28,6 +28,7 @@ from toolrun.server._users import Principal
 from toolrun.server.deps import Chat, CurrentUser, admit_run
 from toolrun.server.protocols.ai_sdk import HEADERS, AISDKEncoder, AISDKRequest, DecisionError, read_request
 from toolrun.server.routes._threads import check_text, find_thread, open_thread
+from toolrun.server.sse import FramesResponse
 
 __all__ = ["router"]
 
@@ -76,7 +77,7 @@ async def ai_sdk_chat(body: ChatBody, user: CurrentUser, chat: Chat) -> Any:
         frames = refusal.error(f"{exc} Nothing ran.")
         return StreamingResponse(iter(frames), media_type=refusal.media_type, headers=dict(HEADERS))
     encoder = AISDKEncoder(message_id=None if parsed.approvals else f"msg_{secrets.token_hex(10)}")
-    return StreamingResponse(
+    return FramesResponse(
         _frames(chat, user, parsed, encoder), media_type=encoder.media_type, headers=dict(HEADERS)
     )
 
