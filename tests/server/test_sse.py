@@ -9,7 +9,7 @@ from typing import Any
 
 from toolrun.server._events import TextDelta
 from toolrun.server._handle import RunHandle
-from toolrun.server.sse import SSEResponse
+from toolrun.server.sse import FramesResponse, SSEResponse
 
 
 async def test_frames_ids_pings_and_the_end() -> None:
@@ -45,3 +45,33 @@ async def test_frames_ids_pings_and_the_end() -> None:
     first = json.loads(frames[0].split("data: ", 1)[1])
     # one data line (the newline escaped), the lone surrogate cleaned
     assert first["text"] == "one\nline\ufffd"
+
+
+async def test_frames_response_sends_each_frame_and_runs_to_the_end_with_the_client_gone() -> None:
+    """`FramesResponse` (AG-UI, AI SDK): one send a frame, then the end; a client that left (every
+    `receive` says so, uvicorn drops the sends) does not stop the frames, which follow a run that goes on."""
+    sent: list[dict[str, Any]] = []
+    produced: list[int] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def frames() -> Any:
+        for n in range(3):
+            await asyncio.sleep(0.01)
+            produced.append(n)
+            yield f"data: {n}\n\n"
+
+    response = FramesResponse(frames(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+    await response({"type": "http"}, receive, send)
+
+    assert produced == [0, 1, 2]
+    start, *bodies = sent
+    headers = dict(start["headers"])
+    assert start["status"] == 200 and headers[b"content-type"].startswith(b"text/event-stream")
+    assert headers[b"cache-control"] == b"no-store"
+    assert [b["body"] for b in bodies] == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
+    assert [b["more_body"] for b in bodies] == [True, True, True, False]
