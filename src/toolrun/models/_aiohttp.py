@@ -30,22 +30,18 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from toolrun.models._errors import (
     ProviderError,
-    ProviderResponseError,
     ProviderUnavailableError,
     error_from_status,
 )
-from toolrun.models._sse import EventStream
+from toolrun.models._sse import EventStream, json_body
 
 if TYPE_CHECKING:
     import aiohttp
 
 __all__ = ["AioHTTPClient", "AioSSEStream", "available"]
 
-_decode = msgspec.json.decode
 _CONNECT_TIMEOUT = 30.0  # see models._http: a busy loop takes long to come back to a new connection
 _DEFAULT_TIMEOUT = 600.0  # between two reads of the answer, as httpx's read timeout (not the whole stream)
 _MAX_CONNECTIONS = 1024
@@ -182,12 +178,7 @@ class AioHTTPClient:
             raise _unavailable(exc, "could not reach the provider", self.provider) from exc
         if not 200 <= response.status < 300:
             raise _status_error(response, content, self.provider)
-        try:
-            return _decode(content)
-        except msgspec.DecodeError as exc:
-            raise ProviderResponseError(
-                f"the response is not valid JSON: {exc}", provider=self.provider, status_code=response.status
-            ) from exc
+        return json_body(content, response.status, self.provider)
 
     async def stream(self, path: str, body: bytes, *, timeout_s: float | None = None) -> AioSSEStream:
         """POST `body` and open its event stream (a non-2xx answer raises its `ProviderError`)."""

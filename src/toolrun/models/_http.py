@@ -20,22 +20,18 @@ import functools
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from toolrun.models._errors import (
     ProviderError,
-    ProviderResponseError,
     ProviderUnavailableError,
     error_from_status,
 )
-from toolrun.models._sse import EventStream
+from toolrun.models._sse import EventStream, json_body
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = ["HTTPClient", "SSEStream"]
 
-_decode = msgspec.json.decode
 _CONNECT_TIMEOUT = 30.0
 # Not the SDK's 5 s: a connect timeout also counts the time the event loop takes to come back to the new
 # connection, and a server loop busy with 200 chats took longer than 5 s to do so (bench/service.py: 15 of
@@ -198,14 +194,7 @@ class HTTPClient:
         content = response.content
         if not 200 <= response.status_code < 300:
             raise _status_error(response, content, self.provider)
-        try:
-            return _decode(content)
-        except msgspec.DecodeError as exc:
-            raise ProviderResponseError(
-                f"the response is not valid JSON: {exc}",
-                provider=self.provider,
-                status_code=response.status_code,
-            ) from exc
+        return json_body(content, response.status_code, self.provider)
 
     async def stream(self, path: str, body: bytes, *, timeout_s: float | None = None) -> SSEStream:
         """POST `body` and open its event stream (a non-2xx answer raises its `ProviderError`)."""

@@ -1,4 +1,5 @@
-"""The `text/event-stream` reader both lean transports share (`_http` on httpx, `_aiohttp` on aiohttp).
+"""The `text/event-stream` reader both lean transports share (`_http` on httpx, `_aiohttp` on aiohttp), and
+their decoding of a JSON answer.
 
 A transport gives the body's byte chunks, tells which of its exceptions mean the connection broke and how
 to let go of the response; `EventStream` splits the chunks into lines on bytes (`\\n`, `\\r\\n` or `\\r`,
@@ -18,13 +19,24 @@ import msgspec
 
 from toolrun.models._errors import ProviderResponseError, ProviderUnavailableError, error_from_body
 
-__all__ = ["EventStream", "split_lines"]
+__all__ = ["EventStream", "json_body", "split_lines"]
 
 _decode = msgspec.json.decode
 # After the consumer stopped: how long, and for how many events, `EventStream.close` reads on to the end.
 _DRAIN_SECONDS = 0.5
 _DRAIN_EVENTS = 8
 _AFTER_DONE_LINES = 64
+
+
+def json_body(content: bytes, status: int, provider: str) -> Any:
+    """A 2xx answer's JSON body, decoded; a body that is not JSON is a `ProviderResponseError` (both lean
+    transports' `post`)."""
+    try:
+        return _decode(content)
+    except msgspec.DecodeError as exc:
+        raise ProviderResponseError(
+            f"the response is not valid JSON: {exc}", provider=provider, status_code=status
+        ) from exc
 
 
 async def split_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
