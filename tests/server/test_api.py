@@ -204,6 +204,21 @@ async def test_tokens_are_required_and_revocable(service: Service) -> None:
     assert (await http.get("/api/v1/me")).status_code == 401
 
 
+async def test_a_disabled_users_live_token_is_refused(service: Service) -> None:
+    """A user disabled in the database (their token not revoked) is signed out at the next request."""
+
+    from toolrun.server._db import users
+
+    http = service.alice.http
+    assert (await http.get("/api/v1/me")).status_code == 200
+    state = service.state
+    async with state.engine.begin() as conn:
+        await conn.execute(users.update().where(users.c.name == "alice").values(disabled=True))
+    state.users._cache.clear()  # what a disable through the store does (`revoke`)
+    assert (await http.get("/api/v1/me")).status_code == 401
+    assert (await service.bob.http.get("/api/v1/me")).status_code == 200
+
+
 async def test_another_users_ids_answer_like_missing_ones(service: Service) -> None:
     a, b = service.alice, service.bob
     task = tool_result(await a.chat("add Secret plan"), "create_task")

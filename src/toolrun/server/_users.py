@@ -19,11 +19,25 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.server._db import tokens, users
+from toolrun.server._fixed import Fixed, transaction
 
 __all__ = ["TOKEN_PREFIX", "Principal", "UserExistsError", "UserStore", "hash_token"]
 
 TOKEN_PREFIX = "trk_"
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-@")
+
+
+_PRINCIPAL = Fixed(
+    sa.select(users.c.id, users.c.name, users.c.roles)
+    .select_from(tokens.join(users, users.c.id == tokens.c.user_id))
+    .where(
+        tokens.c.token_hash == sa.bindparam("b_digest"),
+        tokens.c.revoked_at.is_(None),
+        users.c.disabled.is_(False),
+    )
+)
+"""A token's principal: built once, and on the service's SQLite run straight on its connection (`_fixed`):
+every request whose token is not in the cache asks it."""
 
 
 class UserExistsError(ValueError):
@@ -167,13 +181,9 @@ class UserStore:
         hit = self._cache.get(digest)
         if hit is not None and hit[0] > now:
             return hit[1]
-        stmt = (
-            sa.select(users.c.id, users.c.name, users.c.roles)
-            .select_from(tokens.join(users, users.c.id == tokens.c.user_id))
-            .where(tokens.c.token_hash == digest, tokens.c.revoked_at.is_(None), users.c.disabled.is_(False))
-        )
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(stmt)).first()
+        async with transaction(self.engine) as conn:
+            rows = await _PRINCIPAL.rows(conn, {"b_digest": digest})
+        row = rows[0] if rows else None
         principal = (
             None if row is None else Principal(user_id=row[0], name=row[1], roles=tuple(json.loads(row[2])))
         )
