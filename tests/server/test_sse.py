@@ -7,6 +7,8 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from toolrun.server._events import TextDelta
 from toolrun.server._handle import RunHandle
 from toolrun.server.sse import FramesResponse, SSEResponse
@@ -75,3 +77,28 @@ async def test_frames_response_sends_each_frame_and_runs_to_the_end_with_the_cli
     assert headers[b"cache-control"] == b"no-store"
     assert [b["body"] for b in bodies] == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
     assert [b["more_body"] for b in bodies] == [True, True, True, False]
+
+
+async def test_frames_response_closes_its_frames_when_send_fails() -> None:
+    """Under a server whose `send` raises once the client is gone, the frames are closed there and then
+    (their `finally` runs), and the error reaches the server."""
+    closed: list[bool] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            raise OSError("the client went away")
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def frames() -> Any:
+        try:
+            for n in range(3):
+                yield f"data: {n}\n\n"
+        finally:
+            closed.append(True)
+
+    response = FramesResponse(frames(), media_type="text/event-stream", headers={})
+    with pytest.raises(OSError, match="went away"):
+        await response({"type": "http"}, receive, send)
+    assert closed == [True]

@@ -90,10 +90,18 @@ class FramesResponse(StreamingResponse):
         self._frames = frames
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        async for frame in self._frames:
-            await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        frames = self._frames
+        try:
+            await send(
+                {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+            )
+            async for frame in frames:
+                await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:  # a server whose send raises once the client is gone: the frames are closed, not left open
+            close = getattr(frames, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def sse_response(handle: RunHandle) -> SSEResponse:
