@@ -438,3 +438,183 @@ async def test_server_tool_blocks_are_not_the_clients_tool_calls(server, make_an
     assert events[-1].response.tool_calls == only
     assert whole.tool_calls == only
     assert get_format("anthropic").parse_tool_calls(_server_tool_message()) == only
+
+
+# A turn Anthropic paused (`pause_turn`: its own server-tool loop ran long): the first part ends on a
+# `server_tool_use` whose result only the continuation brings.
+_PAUSED = [
+    text_block("Let me look that up."),
+    {
+        "type": "server_tool_use",
+        "id": "srvtoolu_p1",
+        "name": "web_search",
+        "input": {"query": "oslo weather"},
+    },
+]
+_CONTINUED = [
+    {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_p1",
+        "content": [
+            {
+                "type": "web_search_result",
+                "url": "https://weather.example/oslo",
+                "title": "Oslo",
+                "encrypted_content": "EqgfCioIARgBIiQ3",
+                "page_age": None,
+            }
+        ],
+    },
+    text_block(" It is 4 °C."),
+]
+
+
+def _frames_of(blocks: list[dict[str, Any]], stop_reason: str, message_id: str) -> list[str]:
+    events: list[dict[str, Any]] = [anthropic_start(message_id)]
+    for index, block in enumerate(blocks):
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": 7},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return [anthropic_frame(e) for e in events]
+
+
+def _unpaired_server_calls(turn: dict[str, Any]) -> set[str]:
+    """The `server_tool_use` ids of an assistant turn that no result block of the same turn answers."""
+    calls = {b["id"] for b in turn["content"] if b["type"] == "server_tool_use"}
+    answered = {b.get("tool_use_id") for b in turn["content"] if b["type"].endswith("_tool_result")}
+    return calls - answered
+
+
+async def _next_turn_body(server: Any, model: Any, paused: Any) -> dict[str, Any]:
+    """The body of the conversation's next request, after the (continued) turn was stored."""
+    history = [
+        UserMessage(content="Weather in Oslo?"),
+        AssistantMessage(
+            content=paused.text, tool_calls=paused.tool_calls, provider_data=paused.provider_data
+        ),
+        UserMessage(content="Thanks"),
+    ]
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("You're welcome.")])))
+    await model.request(ModelRequest(history))
+    return dict(server.bodies(ANTHROPIC_PATH)[-1])
+
+
+async def test_a_paused_turn_is_continued_and_stored_as_one_turn(server, make_anthropic) -> None:
+    """`pause_turn` is continued at once (the paused content sent back as the last assistant turn); the
+    parts make one response, and the next request sends them back as one assistant turn in which the
+    server tool's call has its result. Ended at the pause, every later request would be refused."""
+    server.reply(
+        ANTHROPIC_PATH,
+        Reply(json=anthropic_message(_PAUSED, stop_reason="pause_turn")),
+        Reply(json=anthropic_message(_CONTINUED, stop_reason="end_turn")),
+    )
+    model = make_anthropic()
+    response = await model.request(ModelRequest([UserMessage(content="Weather in Oslo?")]))
+    assert response.text == "Let me look that up. It is 4 °C."
+    assert (response.finish_reason, response.provider_finish_reason) == ("stop", "end_turn")
+    assert response.usage.requests == 2 and response.usage.output_tokens == 20
+    first, continuation = server.bodies(ANTHROPIC_PATH)
+    assert continuation["messages"][:-1] == first["messages"]
+    assert continuation["messages"][-1] == {"role": "assistant", "content": _PAUSED}
+
+    later = await _next_turn_body(server, model, response)
+    assert later["messages"][1] == {"role": "assistant", "content": _PAUSED + _CONTINUED}
+    assert _unpaired_server_calls(later["messages"][1]) == set()
+
+
+async def test_a_paused_streamed_turn_is_continued_in_a_second_stream(server, make_anthropic) -> None:
+    server.reply(
+        ANTHROPIC_PATH,
+        Reply(frames=_frames_of(_PAUSED, "pause_turn", "msg_01Paused")),
+        Reply(frames=_frames_of(_CONTINUED, "end_turn", "msg_01Continued")),
+    )
+    model = make_anthropic()
+    events = await collect(model, ModelRequest([UserMessage(content="Weather in Oslo?")]))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Let me look that up. It is 4 °C."
+    finals = [e for e in events if isinstance(e, FinalResponse)]
+    assert len(finals) == 1 and events[-1] is finals[0]
+    whole = finals[0].response
+    assert whole.text == "Let me look that up. It is 4 °C." and whole.provider_finish_reason == "end_turn"
+    assert server.bodies(ANTHROPIC_PATH)[1]["messages"][-1] == {"role": "assistant", "content": _PAUSED}
+
+    later = await _next_turn_body(server, model, whole)
+    assert later["messages"][1] == {"role": "assistant", "content": _PAUSED + _CONTINUED}
+
+
+async def test_a_turn_paused_again_and_again_is_returned_after_the_last_continuation(
+    server, make_anthropic, monkeypatch
+) -> None:
+    import toolrun.models.anthropic as anthropic_module
+
+    monkeypatch.setattr(anthropic_module, "PAUSE_CONTINUATIONS", 2)
+    paused = Reply(json=anthropic_message([text_block("…")], stop_reason="pause_turn"))
+    server.reply(ANTHROPIC_PATH, paused, paused, paused, paused)
+    response = await make_anthropic().request(ModelRequest([UserMessage(content="go")]))
+    assert len(server.bodies(ANTHROPIC_PATH)) == 3  # the turn and two continuations, no more
+    assert response.provider_finish_reason == "pause_turn" and response.text == "………"
+
+
+async def test_a_stored_turn_left_paused_does_not_brick_the_conversation(server, make_anthropic) -> None:
+    """A turn stored while paused (its continuations ran out, or stored by an older toolrun) holds a
+    server tool's call without its result: sent back as it is before the next user message, the API
+    refuses that request and every later one. Its text is sent instead; as the last turn (a continuation)
+    it goes as it came, and a turn with a client call keeps its server blocks (the API answers them)."""
+    paused = AssistantMessage(
+        content="Let me look that up.", provider_data={"anthropic": {"content": _PAUSED}}
+    )
+    server.reply(ANTHROPIC_PATH, *[Reply(json=anthropic_message([text_block("ok")])) for _ in range(3)])
+    model = make_anthropic()
+
+    await model.request(ModelRequest([UserMessage(content="Weather?"), paused, UserMessage(content="And?")]))
+    sent = server.bodies(ANTHROPIC_PATH)[-1]["messages"][1]
+    assert sent == {"role": "assistant", "content": [text_block("Let me look that up.")]}
+
+    await model.request(ModelRequest([UserMessage(content="Weather?"), paused]))
+    assert server.bodies(ANTHROPIC_PATH)[-1]["messages"][-1] == {"role": "assistant", "content": _PAUSED}
+
+    call = tool_use_block("toolu_9", "get_weather", {"city": "Oslo"})
+    mixed = AssistantMessage(
+        content="Let me look that up.",
+        tool_calls=[ToolCall(id="toolu_9", name="get_weather", arguments={"city": "Oslo"})],
+        provider_data={"anthropic": {"content": [*_PAUSED, call]}},
+    )
+    result = ToolResultMessage(call_id="toolu_9", tool_name="get_weather", content="4 °C")
+    await model.request(ModelRequest([UserMessage(content="Weather?"), mixed, result]))
+    assert server.bodies(ANTHROPIC_PATH)[-1]["messages"][1]["content"] == [*_PAUSED, call]
+
+
+@pytest.mark.parametrize("variant", ["regex", "bm25"])
+async def test_a_tool_search_result_typed_by_its_variant_is_sent_back_as_requests_take_it(
+    server, make_anthropic, variant: str
+) -> None:
+    search = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_s",
+        "name": f"tool_search_tool_{variant}",
+        "input": {},
+    }
+    found = {
+        "type": f"tool_search_tool_{variant}_tool_result",
+        "tool_use_id": "srvtoolu_s",
+        "content": {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": "get_weather"}],
+        },
+    }
+    call = tool_use_block("toolu_w", "get_weather", {"city": "Oslo"})
+    turn = AssistantMessage(
+        tool_calls=[ToolCall(id="toolu_w", name="get_weather", arguments={"city": "Oslo"})],
+        provider_data={"anthropic": {"content": [search, found, call]}},
+    )
+    result = ToolResultMessage(call_id="toolu_w", tool_name="get_weather", content="4 °C")
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("4 °C in Oslo.")])))
+    await make_anthropic().request(ModelRequest([UserMessage(content="Weather?"), turn, result]))
+    sent = server.bodies(ANTHROPIC_PATH)[-1]["messages"][1]["content"]
+    assert sent == [search, {**found, "type": "tool_search_tool_result"}, call]

@@ -14,13 +14,18 @@ How toolrun's neutral conversation maps onto the Messages API:
   made from code (`tool_use` with a `caller`: programmatic tool calling) — keeps its blocks verbatim in
   `AssistantMessage.provider_data["anthropic"]`, and the next request sends them back as they came, with
   the code-execution `container` the turn ran in. The tool calls in those blocks are still the client's
-  calls: they run through the executor and every gate, like any other call.
+  calls: they run through the executor and every gate, like any other call;
+- a turn Anthropic paused (`stop_reason: "pause_turn"`: its own server-tool loop ran long) is continued
+  at once, the paused content sent back as the last assistant turn, up to `PAUSE_CONTINUATIONS` times,
+  and the parts come back as one response whose blocks are one assistant turn. Ended there, a paused
+  turn would leave a `server_tool_use` without its result in the history, and every later request of the
+  conversation would be refused ("tool use ... was found without a corresponding ..._tool_result block").
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from toolrun.models._base import RetryPolicy
@@ -28,6 +33,7 @@ from toolrun.models._client import _SDKClientModel
 from toolrun.models._errors import ProviderResponseError
 from toolrun.models._messages import (
     AssistantMessage,
+    FinalResponse,
     FinishReason,
     ModelRequest,
     ModelResponse,
@@ -80,6 +86,10 @@ def _input_object(arguments: Any) -> dict[str, Any]:
     return decoded if isinstance(decoded, dict) else {"_invalid_arguments": arguments}
 
 
+PAUSE_CONTINUATIONS = 8
+"""How many times one turn that Anthropic paused (`pause_turn`) is continued before it is returned as it
+stands (its `provider_finish_reason` still `"pause_turn"`)."""
+
 _REPLAY_LIMIT = 1_000_000
 """Characters of blocks a turn may keep for replay; a larger turn falls back to its text and calls."""
 
@@ -108,6 +118,64 @@ def _replay(blocks: list[Any], container: Any) -> dict[str, Any] | None:
     return {"anthropic": json.loads(text)}
 
 
+def _blocks(response: ModelResponse, request: ModelRequest) -> list[dict[str, Any]]:
+    """A response's content blocks as the next request sends them back: its kept blocks, or (a turn of plain
+    text and calls) the blocks its text and calls make."""
+    data = (response.provider_data or {}).get("anthropic")
+    kept = data.get("content") if isinstance(data, Mapping) else None
+    if isinstance(kept, list):
+        return [dict(b) for b in kept if isinstance(b, Mapping)]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": response.text}] if response.text else []
+    blocks += [
+        {
+            "type": "tool_use",
+            "id": c.id,
+            "name": request.wire_name(c.name),
+            "input": _input_object(c.arguments),
+        }
+        for c in response.tool_calls
+    ]
+    return blocks
+
+
+def _stranded(blocks: list[dict[str, Any]]) -> bool:
+    """Whether a stored turn holds a server tool's call without its result and no client call: a paused
+    turn that was never continued (its continuations ran out, or it was stored before toolrun continued
+    paused turns). Sent back before other messages, the API refuses it, and with it every later request
+    of the conversation; its text and calls are sent instead. (With a client call the API runs the
+    server tool itself when the client's result comes, so such a turn is sent as it is.)"""
+    calls = {b.get("id") for b in blocks if b.get("type") == "server_tool_use"}
+    if not calls or any(b.get("type") == "tool_use" for b in blocks):
+        return False
+    answered = {b.get("tool_use_id") for b in blocks if str(b.get("type", "")).endswith("_tool_result")}
+    return not calls <= answered
+
+
+def _continued(request: ModelRequest, paused: ModelResponse) -> ModelRequest:
+    """The request that continues a paused turn: the conversation, then the turn so far as it came."""
+    turn = AssistantMessage(
+        content=paused.text, tool_calls=list(paused.tool_calls), provider_data=paused.provider_data
+    )
+    return ModelRequest([*request.messages, turn], request.tools, request.settings)
+
+
+def _joined(request: ModelRequest, first: ModelResponse, then: ModelResponse) -> ModelResponse:
+    """A paused turn and its continuation as one response: one assistant turn of both parts' blocks."""
+    data = (then.provider_data or {}).get("anthropic") or (first.provider_data or {}).get("anthropic")
+    container = data.get("container") if isinstance(data, Mapping) else None
+    return ModelResponse(
+        text=first.text + then.text,
+        tool_calls=[*first.tool_calls, *then.tool_calls],
+        usage=first.usage + then.usage,
+        finish_reason=then.finish_reason,
+        provider_finish_reason=then.provider_finish_reason,
+        model_name=then.model_name or first.model_name,
+        response_id=then.response_id,
+        raw=then.raw,
+        provider_data=_replay(_blocks(first, request) + _blocks(then, request), container),
+    )
+
+
 def _replayed(message: AssistantMessage) -> list[dict[str, Any]] | None:
     """The turn's blocks as the API sent them, while its calls are still exactly the ones in them."""
     data = (message.provider_data or {}).get("anthropic")
@@ -117,7 +185,17 @@ def _replayed(message: AssistantMessage) -> list[dict[str, Any]] | None:
     ids = [b.get("id") for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
     if ids != [c.id for c in message.tool_calls]:
         return None  # the boundary renamed or refused a call: the blocks no longer describe this turn
-    return [dict(b) for b in blocks]
+    return [_input_block(b) for b in blocks]
+
+
+def _input_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A kept block as a request takes it. A tool search's result may come typed by its variant
+    (`tool_search_tool_regex_tool_result`, `..._bm25_tool_result`), which requests refuse (reported by
+    agents running against the API); the type requests take is `tool_search_tool_result`."""
+    kind = block.get("type")
+    if isinstance(kind, str) and kind.startswith("tool_search_tool_") and kind.endswith("_tool_result"):
+        return {**block, "type": "tool_search_tool_result"}
+    return dict(block)
 
 
 def _container(messages: Sequence[Any]) -> str | None:
@@ -216,6 +294,37 @@ class AnthropicModel(_SDKClientModel):
         return await client.messages.create(**arguments)
 
     # --------------------------------------------------------------------------------------------------
+    # Paused turns (`pause_turn`): continued until the turn ends
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Send the conversation and tools; return the whole response, a paused turn continued (see the
+        module docstring)."""
+        response = await super().request(request)
+        for _ in range(PAUSE_CONTINUATIONS):
+            if response.provider_finish_reason != "pause_turn":
+                break
+            response = _joined(request, response, await super().request(_continued(request, response)))
+        return response
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream the response; a paused turn is continued in a new stream whose deltas follow, and one
+        `FinalResponse` holds the whole turn."""
+        whole: ModelResponse | None = None
+        for _ in range(PAUSE_CONTINUATIONS + 1):
+            part: ModelResponse | None = None
+            async for event in super().stream(request if whole is None else _continued(request, whole)):
+                if isinstance(event, FinalResponse):
+                    part = event.response
+                else:
+                    yield event
+            assert part is not None  # the base stream ends with its FinalResponse or raises
+            whole = part if whole is None else _joined(request, whole, part)
+            if part.provider_finish_reason != "pause_turn":
+                break
+        assert whole is not None
+        yield FinalResponse(response=whole)
+
+    # --------------------------------------------------------------------------------------------------
     # Request building
 
     def _turns(self, request: ModelRequest) -> tuple[list[str], list[dict[str, Any]]]:
@@ -230,7 +339,8 @@ class AnthropicModel(_SDKClientModel):
             else:
                 turns.append({"role": role, "content": blocks})
 
-        for message in request.messages:
+        last = len(request.messages) - 1
+        for position, message in enumerate(request.messages):
             if isinstance(message, SystemMessage):
                 system.append(message.content)
             elif isinstance(message, UserMessage):
@@ -246,6 +356,8 @@ class AnthropicModel(_SDKClientModel):
                 push("user", [block])
             elif isinstance(message, AssistantMessage):
                 replay = _replayed(message)
+                if replay is not None and position < last and _stranded(replay):
+                    replay = None  # its text and calls only: the conversation can go on
                 if replay is not None:
                     push("assistant", replay)
                     continue
