@@ -618,3 +618,25 @@ async def test_a_tool_search_result_typed_by_its_variant_is_sent_back_as_request
     await make_anthropic().request(ModelRequest([UserMessage(content="Weather?"), turn, result]))
     sent = server.bodies(ANTHROPIC_PATH)[-1]["messages"][1]["content"]
     assert sent == [search, {**found, "type": "tool_search_tool_result"}, call]
+
+
+async def test_kept_text_blocks_are_sent_as_requests_take_them(server, make_anthropic) -> None:
+    """A kept turn's text blocks go back without what requests refuse: `citations: null`, an SDK's
+    `parsed_output`, a block with no visible text; citations that are there stay."""
+    cited = {"type": "text", "text": "Oslo is 4 °C.", "citations": [{"type": "web_search_result_location"}]}
+    kept = [
+        {"type": "text", "text": "Let me look that up.", "citations": None, "parsed_output": None},
+        *_PAUSED[1:],
+        *_CONTINUED[:1],
+        {"type": "text", "text": " \n "},
+        cited,
+    ]
+    turn = AssistantMessage(
+        content="Let me look that up.Oslo is 4 °C.", provider_data={"anthropic": {"content": kept}}
+    )
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("ok")])))
+    await make_anthropic().request(
+        ModelRequest([UserMessage(content="Weather?"), turn, UserMessage(content="And?")])
+    )
+    sent = server.bodies(ANTHROPIC_PATH)[-1]["messages"][1]["content"]
+    assert sent == [text_block("Let me look that up."), *_PAUSED[1:], *_CONTINUED[:1], cited]

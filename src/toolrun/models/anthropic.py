@@ -185,14 +185,26 @@ def _replayed(message: AssistantMessage) -> list[dict[str, Any]] | None:
     ids = [b.get("id") for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
     if ids != [c.id for c in message.tool_calls]:
         return None  # the boundary renamed or refused a call: the blocks no longer describe this turn
-    return [_input_block(b) for b in blocks]
+    return [sent for sent in map(_input_block, blocks) if sent is not None]
 
 
-def _input_block(block: Mapping[str, Any]) -> dict[str, Any]:
-    """A kept block as a request takes it. A tool search's result may come typed by its variant
-    (`tool_search_tool_regex_tool_result`, `..._bm25_tool_result`), which requests refuse (reported by
-    agents running against the API); the type requests take is `tool_search_tool_result`."""
+def _input_block(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A kept block as a request takes it (None: a block no request takes), for what responses carry and
+    requests refuse, as agents running against the API report it: a text block's `citations: null` (a
+    request takes a list of citations or no field) and an SDK's `parsed_output`; a text block with no
+    visible text ("text content blocks must contain non-whitespace text"); a tool search's result typed by
+    its variant (`tool_search_tool_regex_tool_result`, `..._bm25_tool_result`), for which requests take
+    `tool_search_tool_result`."""
     kind = block.get("type")
+    if kind == "text":
+        text = block.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return None
+        return {
+            key: value
+            for key, value in block.items()
+            if key != "parsed_output" and (key != "citations" or value)
+        }
     if isinstance(kind, str) and kind.startswith("tool_search_tool_") and kind.endswith("_tool_result"):
         return {**block, "type": "tool_search_tool_result"}
     return dict(block)
