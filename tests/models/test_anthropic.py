@@ -640,3 +640,21 @@ async def test_kept_text_blocks_are_sent_as_requests_take_them(server, make_anth
     )
     sent = server.bodies(ANTHROPIC_PATH)[-1]["messages"][1]["content"]
     assert sent == [text_block("Let me look that up."), *_PAUSED[1:], *_CONTINUED[:1], cited]
+
+
+async def test_an_assistant_turn_of_white_space_and_a_call_sends_no_text_block(
+    server, make_anthropic
+) -> None:
+    """Requests refuse a text block of only white space; a turn whose text is "\\n\\n" before its call
+    (stored from a model that wrote it) goes as its call alone, so the conversation can go on."""
+    turn = AssistantMessage(
+        content="\n\n", tool_calls=[ToolCall(id="toolu_1", name="get_weather", arguments={"city": "Oslo"})]
+    )
+    result = ToolResultMessage(call_id="toolu_1", tool_name="get_weather", content="4 °C")
+    server.reply(ANTHROPIC_PATH, Reply(json=anthropic_message([text_block("4 °C.")])))
+    await make_anthropic().request(ModelRequest([UserMessage(content="Weather?"), turn, result]))
+    sent = server.bodies(ANTHROPIC_PATH)[-1]["messages"][1]
+    assert sent == {
+        "role": "assistant",
+        "content": [tool_use_block("toolu_1", "get_weather", {"city": "Oslo"})],
+    }

@@ -374,7 +374,7 @@ class AnthropicModel(_SDKClientModel):
                     push("assistant", replay)
                     continue
                 blocks: list[dict[str, Any]] = []
-                if message.content:
+                if message.content.strip():  # a text block of only white space is refused (400)
                     blocks.append({"type": "text", "text": message.content})
                 blocks.extend(
                     {
