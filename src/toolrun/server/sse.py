@@ -13,7 +13,7 @@ stops listening: the run goes on in its own task to its next safe point and is s
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -30,59 +30,20 @@ SSE_DOC: dict[int | str, dict[str, Any]] = {
 """The OpenAPI entry of a streaming route's success."""
 
 
-_PING = b": ping\r\n\r\n"
+_PING = ": ping\r\n\r\n"
 _HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
-class SSEResponse(StreamingResponse):
-    """A run's events as `text/event-stream`, one `id:` per event (`<run_id>:<n>`), a comment line
-    (`: ping`) after `ping` seconds without one, so that proxies keep the connection open.
-
-    Written straight to the ASGI `send`, one frame a send. `sse_starlette`'s `EventSourceResponse` ran an
-    anyio task group of three tasks per response and a cancel scope around every send: 13.6% of a streamed
-    turn's CPU (bench/README.md). A client that goes away stops nothing here either: the run goes on in its
-    own task to its next safe point and is stored (uvicorn drops what is sent after the disconnect), and the
-    response ends with the run's events.
-    """
-
-    media_type = "text/event-stream"
-
-    def __init__(self, handle: RunHandle, *, ping: float = 15.0) -> None:
-        super().__init__(iter(()), headers=_HEADERS, media_type=self.media_type)
-        self._handle = handle
-        self._ping = ping
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handle = self._handle
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        n = 0
-        while True:
-            try:
-                event = await handle.next(self._ping)
-            except TimeoutError:
-                await send({"type": "http.response.body", "body": _PING, "more_body": True})
-                continue
-            if event is None:
-                break
-            n += 1
-            # json_text: compact (no line breaks inside `data:`), lone surrogates cleaned (a tool's value may
-            # hold one: encoded as is, it would cut the stream)
-            frame = (
-                f"id: {handle.run_id}:{n}\r\nevent: {event.kind}\r\ndata: {json_text(event.data())}\r\n\r\n"
-            )
-            await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
 class FramesResponse(StreamingResponse):
-    """A stream of ready-made frames (AG-UI's and the AI SDK's event streams), written straight to the ASGI
-    `send`, one frame a send, as `SSEResponse` writes its events.
+    """A stream of ready-made frames (toolrun's SSE, AG-UI's and the AI SDK's event streams), written
+    straight to the ASGI `send`, one frame a send.
 
     Starlette's `StreamingResponse` runs each response in an anyio task group with a second task that
-    listens for the client's disconnect, and cancels the frames when it comes. Here the frames run to
-    their end either way: they follow a run that goes on in its own task to its next safe point whether
-    or not anybody listens (uvicorn drops what is sent after a disconnect), so there is nothing to cancel,
-    and the stream still ends when the run does.
+    listens for the client's disconnect, and cancels the frames when it comes (`sse_starlette`'s
+    `EventSourceResponse` ran three tasks and a cancel scope around every send: 13.6% of a streamed turn's
+    CPU, bench/README.md). Here the frames run to their end either way: they follow a run that goes on in
+    its own task to its next safe point whether or not anybody listens (uvicorn drops what is sent after a
+    disconnect), so there is nothing to cancel, and the stream still ends when the run does.
     """
 
     def __init__(self, frames: AsyncIterable[str], *, media_type: str, headers: Mapping[str, str]) -> None:
@@ -102,6 +63,34 @@ class FramesResponse(StreamingResponse):
             close = getattr(frames, "aclose", None)
             if close is not None:
                 await close()
+
+
+class SSEResponse(FramesResponse):
+    """A run's events as `text/event-stream`, one `id:` per event (`<run_id>:<n>`), a comment line
+    (`: ping`) after `ping` seconds without one, so that proxies keep the connection open (a
+    `FramesResponse`: a client that goes away stops nothing, and the response ends with the run's events).
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(self, handle: RunHandle, *, ping: float = 15.0) -> None:
+        super().__init__(_event_frames(handle, ping), media_type=self.media_type, headers=_HEADERS)
+
+
+async def _event_frames(handle: RunHandle, ping: float) -> AsyncIterator[str]:
+    n = 0
+    while True:
+        try:
+            event = await handle.next(ping)
+        except TimeoutError:
+            yield _PING
+            continue
+        if event is None:
+            return
+        n += 1
+        # json_text: compact (no line breaks inside `data:`), lone surrogates cleaned (a tool's value may hold
+        # one: encoded as is, it would cut the stream)
+        yield f"id: {handle.run_id}:{n}\r\nevent: {event.kind}\r\ndata: {json_text(event.data())}\r\n\r\n"
 
 
 def sse_response(handle: RunHandle) -> SSEResponse:
