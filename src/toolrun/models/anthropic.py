@@ -118,6 +118,22 @@ def _replay(blocks: list[Any], container: Any) -> dict[str, Any] | None:
     return {"anthropic": json.loads(text)}
 
 
+def _turn_blocks(text: str, calls: Sequence[ToolCall], request: ModelRequest) -> list[dict[str, Any]]:
+    """The blocks of an assistant turn that is its text and calls: a text block (none for text of only
+    white space, which requests refuse), then a `tool_use` block per call."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
+    blocks += [
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": request.wire_name(call.name),
+            "input": _input_object(call.arguments),
+        }
+        for call in calls
+    ]
+    return blocks
+
+
 def _blocks(response: ModelResponse, request: ModelRequest) -> list[dict[str, Any]]:
     """A response's content blocks as the next request sends them back: its kept blocks, or (a turn of plain
     text and calls) the blocks its text and calls make."""
@@ -125,17 +141,7 @@ def _blocks(response: ModelResponse, request: ModelRequest) -> list[dict[str, An
     kept = data.get("content") if isinstance(data, Mapping) else None
     if isinstance(kept, list):
         return [dict(b) for b in kept if isinstance(b, Mapping)]
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": response.text}] if response.text else []
-    blocks += [
-        {
-            "type": "tool_use",
-            "id": c.id,
-            "name": request.wire_name(c.name),
-            "input": _input_object(c.arguments),
-        }
-        for c in response.tool_calls
-    ]
-    return blocks
+    return _turn_blocks(response.text, response.tool_calls, request)
 
 
 def _stranded(blocks: list[dict[str, Any]]) -> bool:
@@ -373,19 +379,7 @@ class AnthropicModel(_SDKClientModel):
                 if replay is not None:
                     push("assistant", replay)
                     continue
-                blocks: list[dict[str, Any]] = []
-                if message.content.strip():  # a text block of only white space is refused (400)
-                    blocks.append({"type": "text", "text": message.content})
-                blocks.extend(
-                    {
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": request.wire_name(call.name),
-                        "input": _input_object(call.arguments),
-                    }
-                    for call in message.tool_calls
-                )
-                push("assistant", blocks)
+                push("assistant", _turn_blocks(message.content, message.tool_calls, request))
             else:
                 raise TypeError(f"Not a message: {message!r}")
         for turn in turns:
