@@ -101,6 +101,7 @@ async def test_progress_and_partial_results_reach_the_custom_stream() -> None:
     }  # the final report always gets through
     assert len(crunching) <= elapsed / 0.05 + 2  # 5,000 reports, throttled
     assert scanning[0]["progress"] == 1 and scanning[0]["message"] == '{"scanned":1}'
+    assert scanning[0]["partial"] == {"scanned": 1} and "partial" not in crunching[-1]
     assert len(scanning) <= 4 and all(c["total"] is None for c in scanning)
     tool_messages = [m for u in updates for m in (u.get("tools") or {}).get("messages", [])]
     assert {m.tool_call_id: m.content for m in tool_messages} == {

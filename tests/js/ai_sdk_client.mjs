@@ -11,8 +11,9 @@
 //                                               into an approval-responded one carrying this id/value
 //                                               ("@last": the id that part already carries)
 //                                               (bypassing the chat), read the reply with readUIMessageStream
-// Each result: {"status", "error", "bodies", "messages", "headers", "data"} ("data": the data parts the
-// chat's onData callback received, transient ones included).
+// Each result: {"status", "error", "bodies", "messages", "headers", "data", "preliminary"} ("data": the data
+// parts the chat's onData callback received, transient ones included; "preliminary": each tool part the
+// chat's state held with a preliminary output, as the chat held it).
 import {
   AbstractChat,
   DefaultChatTransport,
@@ -29,6 +30,7 @@ const input = JSON.parse(await new Promise((resolve) => {
 let bodies = [];
 let headers = [];
 let data = [];
+let preliminary = [];
 const pending = new Set();
 const recordingFetch = async (url, init) => {
   const response = await fetch(url, init);
@@ -54,6 +56,9 @@ class State {
   }
   replaceMessage(index, message) {
     this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
+    for (const part of message.parts) {
+      if (part.type?.startsWith("tool-") && part.preliminary === true) preliminary.push(structuredClone(part));
+    }
   }
   snapshot(thing) {
     return structuredClone(thing);
@@ -107,10 +112,12 @@ async function finished() {
     headers,
     messages: structuredClone(chat.messages),
     data,
+    preliminary,
   };
   bodies = [];
   headers = [];
   data = [];
+  preliminary = [];
   return result;
 }
 

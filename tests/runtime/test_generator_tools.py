@@ -18,7 +18,7 @@ from toolrun.agent import ToolCallProgress
 from toolrun.content import Image, Text, ToolOutput
 from toolrun.models import FunctionModel, ModelResponse
 from toolrun.runtime import AuditRecord
-from toolrun.runtime._generators import PARTIAL_TEXT_CHARS, partial_text
+from toolrun.runtime._generators import PARTIAL_TEXT_CHARS, PARTIAL_VALUE_CHARS, partial_text, partial_value
 from toolrun.tools import ProgressThrottle
 
 from .conftest import call
@@ -133,6 +133,77 @@ def test_partial_text() -> None:
     assert long is not None and len(long) == PARTIAL_TEXT_CHARS and long.endswith("…")
 
 
+def test_partial_value() -> None:
+    assert partial_value("as is") == "as is"
+    assert partial_value(Page(hits=["a"], done=False)) == {"hits": ["a"], "done": False}
+    assert partial_value(ToolOutput(value={"w": 2}, content=[Text("t")])) == {"w": 2}
+    assert partial_value(Image(data=png(1, 1))) is None  # bytes never travel as a partial value
+    assert partial_value(object()) is None
+    assert partial_value("x" * (PARTIAL_VALUE_CHARS - 2)) == "x" * (PARTIAL_VALUE_CHARS - 2)  # with quotes
+    assert partial_value("x" * (PARTIAL_VALUE_CHARS - 1)) is None  # too big: its text still goes
+
+
+async def test_a_reporter_that_takes_values_gets_each_partial_as_data_and_text(make_executor) -> None:  # type: ignore[no-untyped-def]
+    seen, report = recorder()
+    partials: list[tuple[float, str | None, Any]] = []
+
+    async def partial(progress: float, message: str | None, value: Any) -> None:
+        partials.append((progress, message, value))
+
+    @tool
+    async def sized() -> AsyncIterator[Any]:
+        """A small partial, one too big to send as a value, then one with no JSON form, then the result."""
+        yield {"n": 1}
+        yield "y" * PARTIAL_VALUE_CHARS
+        yield object()
+        yield {"n": 4}
+
+    throttle = ProgressThrottle(report, interval=0, partial=partial)
+    assert throttle.takes_partials and not ProgressThrottle(report).takes_partials
+    result = await make_executor(search, sized).execute(
+        call("search", {"query": "q", "pages": 2}), ToolContext(progress=throttle)
+    )
+    assert result.status == "ok" and seen == []  # partials went to `partial`, not to `forward`
+    assert partials == [
+        (1, '{"hits":["q-0"],"done":false}', {"hits": ["q-0"], "done": False}),
+        (2, '{"hits":["q-0","q-1"],"done":true}', {"hits": ["q-0", "q-1"], "done": True}),
+    ]
+    partials.clear()
+    sized_result = await make_executor(sized).execute(
+        call("sized"), ToolContext(progress=ProgressThrottle(report, interval=0, partial=partial))
+    )
+    assert sized_result.value == {"n": 4}
+    assert [(p, v) for p, _, v in partials] == [(1, {"n": 1}), (2, None), (3, None), (4, {"n": 4})]
+    assert partials[1][1] is not None and partials[1][1].endswith("…")  # the text, cut, still goes
+
+
+async def test_a_closed_or_throttled_reporter_drops_partials_and_a_failing_one_never_fails_the_tool(
+    make_executor,
+) -> None:  # type: ignore[no-untyped-def]
+    seen, report = recorder()
+    calls = 0
+
+    async def failing(progress: float, message: str | None, value: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise ConnectionResetError("the client left")
+
+    result = await make_executor(search).execute(
+        call("search", {"query": "q"}),
+        ToolContext(progress=ProgressThrottle(report, interval=0, partial=failing)),
+    )
+    assert (
+        result.status == "ok" and result.value == {"hits": ["q-0", "q-1", "q-2"], "done": True} and calls == 3
+    )
+    closed = ProgressThrottle(report, interval=0, partial=failing)
+    closed.close()
+    await closed.report_partial(1, "1", 1)
+    slow = ProgressThrottle(report, interval=60, partial=failing)
+    await slow(1, None, "first")
+    await slow.report_partial(2, "2", 2)
+    assert calls == 3 and closed.dropped == 1 and slow.dropped == 1 and seen == [(1, None, "first")]
+
+
 async def test_a_flood_of_yields_is_throttled_before_any_text_is_made(make_executor) -> None:  # type: ignore[no-untyped-def]
     """10,000 yields in well under a second: a handful of reports, a clock read per yield."""
     rendered = 0
@@ -191,6 +262,8 @@ async def test_a_flood_reaches_the_agent_stream_as_a_few_progress_events() -> No
     assert finished[0].result.value == {"counted": 10_000}
     assert 1 <= len(progress) <= elapsed / 0.05 + 2
     assert progress[0].message == '{"counted":1}' and progress[0].total is None
+    assert progress[0].partial == {"counted": 1}  # the value itself, beside its text
+    assert all(e.partial == {"counted": int(e.progress)} for e in progress)
     assert all(a.progress < b.progress for a, b in itertools.pairwise(progress))
 
 

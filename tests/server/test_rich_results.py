@@ -66,6 +66,7 @@ async def test_sse_progress_and_content_by_url_for_the_owner_only(service: Servi
     names = [name for name, _ in events]
     progress = [data for name, data in events if name == "tool_call_progress"]
     assert 1 <= len(progress) < 100 and progress[-1]["progress"] == 1000  # throttled, final kept
+    assert not any("partial" in p for p in progress)  # only a generator's partial results carry one
     assert names.index("tool_call_progress") < names.index("tool_call_finished")
     (finished,) = [data for name, data in events if name == "tool_call_finished"]
     assert finished["result"] == {"points": 3}
@@ -102,7 +103,8 @@ async def test_ag_ui_and_ai_sdk_carry_progress_and_content_urls(service: Service
     parts = [data for _, data in sse_events(ai.text)]
     data_parts = [p for p in parts if p["type"] == "data-tool-progress"]
     assert data_parts and all(p["transient"] is True for p in data_parts)
-    (output,) = [p for p in parts if p["type"] == "tool-output-available"]
+    (output,) = [p for p in parts if p["type"] == "tool-output-available"]  # no preliminary ones
+    assert "preliminary" not in output
     assert output["output"]["content"][1]["url"].startswith("/api/v1/results/")
     image = await http.get(output["output"]["content"][1]["url"])
     assert image.content == png(4, 4)

@@ -758,7 +758,16 @@ class Agent:
                 if outer is not None:  # a transport above the agent listens too
                     await outer(done, total, message)
 
-            throttle = ProgressThrottle(report, interval=self.progress_interval)
+            async def report_partial(done: float, message: str | None, value: Any) -> None:
+                progress.put_nowait(
+                    ToolCallProgress(
+                        call=call, progress=done, total=None, message=message, step=step, partial=value
+                    )
+                )
+                if outer is not None:
+                    await outer(done, None, message)
+
+            throttle = ProgressThrottle(report, interval=self.progress_interval, partial=report_partial)
             throttles.append(throttle)
             return ctx.evolve(progress=throttle)
 

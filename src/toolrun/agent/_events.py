@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from toolrun.agent._run import AgentRun
 from toolrun.results import ToolResult
@@ -41,7 +41,10 @@ class ToolCallStarted:
 @dataclass(kw_only=True, slots=True)
 class ToolCallProgress:
     """A running call reported how far it has come (`ToolContext.report_progress`), at most every
-    `Agent(progress_interval=...)` seconds; never after the call ended. Not in the audit."""
+    `Agent(progress_interval=...)` seconds; never after the call ended. Not in the audit.
+
+    An async generator tool's partial result is one too: `progress` counts its yields, `message` is the
+    value as text and `partial` the value itself as JSON data (the whole result so far)."""
 
     kind: ClassVar[Literal["tool_call_progress"]] = "tool_call_progress"
     call: ToolCall
@@ -49,6 +52,9 @@ class ToolCallProgress:
     total: float | None
     message: str | None
     step: int
+    partial: Any = None
+    """A partial result's value as JSON data; None for a plain report, or a value with no JSON form or
+    over 32,000 characters of JSON (its text is in `message`)."""
 
 
 @dataclass(kw_only=True, slots=True)

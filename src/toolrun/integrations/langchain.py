@@ -131,24 +131,34 @@ def progress_to_stream(
     writer: Callable[[Any], None], call: ToolCall, ctx: ToolContext[Any], interval: float
 ) -> ProgressThrottle:
     """A throttled progress reporter for one call that writes `{"type": "tool_progress", ...}` chunks
-    with `writer` (and passes each report on to `ctx.progress`, if set). Close it when the call ends."""
+    with `writer` (and passes each report on to `ctx.progress`, if set). An async generator tool's partial
+    result adds `"partial"`: its value as JSON data. Close it when the call ends."""
     outer = ctx.progress
 
+    def chunk(progress: float, total: float | None, message: str | None) -> dict[str, Any]:
+        return {
+            "type": "tool_progress",
+            "tool_call_id": call.id,
+            "name": call.name,
+            "progress": progress,
+            "total": total,
+            "message": message,
+        }
+
     async def report(progress: float, total: float | None, message: str | None) -> None:
-        writer(
-            {
-                "type": "tool_progress",
-                "tool_call_id": call.id,
-                "name": call.name,
-                "progress": progress,
-                "total": total,
-                "message": message,
-            }
-        )
+        writer(chunk(progress, total, message))
         if outer is not None:  # a reporter of the application's own listens too
             await outer(progress, total, message)
 
-    return ProgressThrottle(report, interval=interval)
+    async def report_partial(progress: float, message: str | None, value: Any) -> None:
+        data = chunk(progress, None, message)
+        if value is not None:
+            data["partial"] = value
+        writer(data)
+        if outer is not None:
+            await outer(progress, None, message)
+
+    return ProgressThrottle(report, interval=interval, partial=report_partial)
 
 
 class _ExecutorTool(StructuredTool):

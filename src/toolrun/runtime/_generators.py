@@ -17,10 +17,13 @@ Each yield is reported through `ToolContext.report_progress(n, None, text)`: `n`
 far, `text` is the value as text (a string as it is, anything else as compact JSON, at most
 `PARTIAL_TEXT_CHARS` characters). So partial results reach every door progress reaches (the agent's
 `ToolCallProgress`, the service's SSE, AG-UI and AI SDK streams, MCP `notifications/progress`), and
-never the audit. They are throttled here, before any text is made: at most one per the reporter's
-`ProgressThrottle.interval` (0.1 s for a reporter without one), so a generator yielding 10,000 times a
-second costs a clock read per yield and floods nobody. Partial values are not checked against the output
-type; only the result is.
+never the audit. A reporter that takes values too (a `ProgressThrottle` with `partial=`: the agent's)
+gets each one also as JSON data (`partial_value`, up to `PARTIAL_VALUE_CHARS`): the agent's
+`ToolCallProgress` carries it as `partial`, the service's events too, and the AI SDK stream sends it as a
+preliminary tool output. They are throttled here, before any text is made: at most one per the
+reporter's `ProgressThrottle.interval` (0.1 s for a reporter without one), so a generator yielding 10,000
+times a second costs a clock read per yield and floods nobody. Partial values are not checked against the
+output type; only the result is.
 
 The generator runs inside the executor's time box like any coroutine. When the call times out or is
 cancelled, the generator is closed (`aclose`): its `finally` blocks and `async with` exits run at once,
@@ -40,10 +43,13 @@ from toolrun.results import ErrorCode, ToolError
 from toolrun.runtime._convert import ResultNotJSON, json_safe
 from toolrun.tools import ProgressThrottle, ToolContext
 
-__all__ = ["PARTIAL_TEXT_CHARS", "drain", "partial_text"]
+__all__ = ["PARTIAL_TEXT_CHARS", "PARTIAL_VALUE_CHARS", "drain", "partial_text", "partial_value"]
 
 PARTIAL_TEXT_CHARS = 2000
 """The longest text of a partial result sent as a progress message (longer ones are cut, with `…`)."""
+
+PARTIAL_VALUE_CHARS = 32_000
+"""The largest partial result (compact JSON characters) sent as a value too; a larger one goes as text."""
 
 _DEFAULT_INTERVAL = 0.1
 _NOTHING: Any = object()
@@ -77,7 +83,7 @@ async def drain(generator: AsyncIterator[Any], context: ToolContext[Any]) -> Any
                 now = _monotonic()
                 if now >= next_report:
                     next_report = now + interval
-                    await context.report_progress(count, None, partial_text(value))
+                    await _report(context, reporter, count, value)
     finally:
         # The generator stops here if the call ended early (timeout, cancellation, a failing report):
         # a no-op when it ran to its end or raised.
@@ -91,6 +97,17 @@ async def drain(generator: AsyncIterator[Any], context: ToolContext[Any]) -> Any
             recover_action="Report this to the tool's developer; calling it again will not help.",
         )
     return last
+
+
+async def _report(context: ToolContext[Any], reporter: Any, count: int, value: Any) -> None:
+    """One partial result to the reporter: as a value and text where it takes values, else as text."""
+    if not (isinstance(reporter, ProgressThrottle) and reporter.takes_partials):
+        await context.report_progress(count, None, partial_text(value))
+        return
+    try:
+        await reporter.report_partial(count, partial_text(value), partial_value(value))
+    except Exception:  # progress is advisory, as in `ToolContext.report_progress`
+        return
 
 
 class _Rest:
@@ -137,6 +154,22 @@ class _Rest:
                     if closing:  # its cleanup awaited, and is done now
                         raise GeneratorExit from None
                     raise
+
+
+def partial_value(value: Any) -> Any:
+    """A partial result as JSON data for a transport that shows it as a value (content items by their kind
+    and size, as in `partial_text`); None when it has no JSON form or its JSON is over
+    `PARTIAL_VALUE_CHARS` characters (its text still goes)."""
+    if isinstance(value, ToolOutput):
+        value = value.value
+    elif isinstance(value, CONTENT_TYPES):
+        return None
+    try:
+        data = json_safe(value)
+        size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    except (ResultNotJSON, TypeError, ValueError):
+        return None
+    return data if size <= PARTIAL_VALUE_CHARS else None
 
 
 def partial_text(value: Any) -> str | None:

@@ -144,7 +144,9 @@ class ToolCallFinished:
 
 @dataclass(kw_only=True, slots=True)
 class ToolCallProgress:
-    """A running call reported progress (`ctx.report_progress`); throttled by the agent."""
+    """A running call reported progress (`ctx.report_progress`); throttled by the agent. An async
+    generator tool's partial result carries its value too (`partial`, JSON data: the whole result so
+    far), sent only when there is one."""
 
     kind: ClassVar[str] = "tool_call_progress"
     run_id: str
@@ -153,9 +155,10 @@ class ToolCallProgress:
     progress: float
     total: float | None
     message: str | None
+    partial: Any = None
 
     def data(self) -> dict[str, Any]:
-        return {
+        out = {
             "run_id": self.run_id,
             "call_id": self.call_id,
             "tool": self.tool,
@@ -163,6 +166,9 @@ class ToolCallProgress:
             "total": self.total,
             "message": self.message,
         }
+        if self.partial is not None:
+            out["partial"] = self.partial
+        return out
 
 
 @dataclass(kw_only=True, slots=True)

@@ -208,6 +208,7 @@ class RunDriver:
                             progress=event.progress,
                             total=event.total,
                             message=event.message,
+                            partial=event.partial,
                         )
                     )
                 elif isinstance(event, AgentToolCallFinished):

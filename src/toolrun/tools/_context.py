@@ -11,10 +11,14 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-__all__ = ["ProgressReporter", "ProgressThrottle", "ToolBudget", "ToolCall", "ToolContext"]
+__all__ = ["PartialReporter", "ProgressReporter", "ProgressThrottle", "ToolBudget", "ToolCall", "ToolContext"]
 
 ProgressReporter = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 """`async (progress, total, message) -> None`: where a tool's progress reports go (e.g. MCP progress)."""
+
+PartialReporter = Callable[[float, "str | None", Any], Awaitable[None]]
+"""`async (progress, message, value) -> None`: where an async generator tool's partial results go, the value
+as JSON data (None when it has none small enough to send), beside its text (see `ProgressThrottle`)."""
 
 DepsT = TypeVar("DepsT", default=Any)
 
@@ -25,15 +29,23 @@ class ProgressThrottle:
     and forwards nothing once `close()`d: the transport closes it when the call ends, so a tool still
     running after its timeout or cancellation reports to nobody.
 
+    An async generator tool's partial results come through `report_partial`, which passes the same gate:
+    to `partial` when given (a transport that can show a result while it grows, like the AI SDK's
+    preliminary tool output), else to `forward` as a report with the value as text.
+
     Args:
         forward: Where reports that pass go.
         interval: Least seconds between two forwarded reports (the final report excepted).
+        partial: Where partial results that pass go, with the value as JSON data.
     """
 
-    __slots__ = ("_forward", "_last", "closed", "dropped", "interval")
+    __slots__ = ("_forward", "_last", "_partial", "closed", "dropped", "interval")
 
-    def __init__(self, forward: ProgressReporter, *, interval: float = 0.1) -> None:
+    def __init__(
+        self, forward: ProgressReporter, *, interval: float = 0.1, partial: PartialReporter | None = None
+    ) -> None:
         self._forward = forward
+        self._partial = partial
         self.interval = interval
         self._last = -math.inf
         self.closed = False
@@ -51,6 +63,26 @@ class ProgressThrottle:
             return
         self._last = now
         await self._forward(progress, total, message)
+
+    @property
+    def takes_partials(self) -> bool:
+        """Whether partial results go on as values (`partial` was given), not only as text."""
+        return self._partial is not None
+
+    async def report_partial(self, progress: float, message: str | None, value: Any) -> None:
+        """A partial result (`value`: JSON data or None, `message`: its text), gated like a report."""
+        if self.closed:
+            self.dropped += 1
+            return
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            self.dropped += 1
+            return
+        self._last = now
+        if self._partial is not None:
+            await self._partial(progress, message, value)
+        else:
+            await self._forward(progress, None, message)
 
     def close(self) -> None:
         """Forward nothing more."""

@@ -88,6 +88,7 @@ def test_ag_ui_client_gets_a_generator_tools_partial_results(
     progress = [e["value"] for e in step["events"] if e["type"] == "CUSTOM"]
     assert [p["progress"] for p in progress] == [1, 2, 3, 4]
     assert json.loads(progress[1]["message"]) == {"scanned": 2, "of": 4}
+    assert progress[1]["partial"] == {"scanned": 2, "of": 4}  # the value itself too
     (result,) = [e for e in step["events"] if e["type"] == "TOOL_CALL_RESULT"]
     assert json.loads(result["content"])["value"] == {"scanned": 4, "of": 4}
 
@@ -119,6 +120,16 @@ def test_ai_sdk_chat_gets_a_generator_tools_partial_results(
     progress = [p["data"] for p in step["data"] if p["type"] == "data-tool-progress"]
     assert [p["progress"] for p in progress] == [1, 2, 3]
     assert json.loads(progress[-1]["message"]) == {"scanned": 3, "of": 3}
+    # Each partial result is also the call's preliminary output (the AI SDK's own way to show a result
+    # while it grows): the chat holds the tool part with it, then the final output replaces it.
+    shown = [p for p in step["preliminary"] if p["toolCallId"] == progress[0]["call_id"]]
+    assert shown and all(p["state"] == "output-available" and p["type"] == "tool-scan" for p in shown)
+    assert shown[0]["output"] == {"status": "running", "value": {"scanned": 1, "of": 3}}
+    assert {p["output"]["value"]["scanned"] for p in shown} == {1, 2, 3}
+    assert "partial" not in progress[0]  # the value travels once, as the output
+    body = "".join(step["bodies"])
+    assert body.index('"preliminary":true') < body.index('"output":{"status":"ok"')
     (message,) = [m for m in step["messages"] if m["role"] == "assistant"]
     (part,) = [p for p in message["parts"] if p["type"] == "tool-scan"]
     assert part["state"] == "output-available" and part["output"]["value"] == {"scanned": 3, "of": 3}
+    assert part["output"]["status"] == "ok" and "preliminary" not in part  # final, not preliminary

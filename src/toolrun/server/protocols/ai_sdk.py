@@ -4,6 +4,8 @@
 data: {"type":"start"}
 data: {"type":"text-start","id":…} · {"type":"text-delta",…}… · {"type":"text-end",…}
 data: {"type":"tool-input-start",…} · {"type":"tool-input-delta",…} · {"type":"tool-input-available",…}
+data: {"type":"data-tool-progress","transient":true,…}                 progress while the call runs
+data: {"type":"tool-output-available","preliminary":true,…}            a generator tool's result so far
 data: {"type":"tool-output-available",…} | {"type":"tool-output-error",…} | {"type":"tool-output-denied",…}
 data: {"type":"tool-approval-request","approvalId":…,"toolCallId":…}      a call that waits for a person
 data: {"type":"finish","finishReason":…}
@@ -232,13 +234,26 @@ class AISDKEncoder:
             frames.append(self._frame({"type": "data-job", "id": str(job.get("id")), "data": job}))
         elif isinstance(event, ToolCallProgress):
             # a transient data part (`onData` on the client), one id per call so a UI can update in place
+            data = event.data()
+            data.pop("partial", None)  # it goes as the preliminary output below
             part = {
                 "type": "data-tool-progress",
                 "id": f"progress_{event.call_id}",
-                "data": event.data(),
+                "data": data,
                 "transient": True,
             }
             frames.append(self._frame(part))
+            if event.partial is not None:  # a generator's result so far: shown as the call's output
+                frames.append(
+                    self._frame(
+                        {
+                            "type": "tool-output-available",
+                            "toolCallId": event.call_id,
+                            "output": {"status": "running", "value": event.partial},
+                            "preliminary": True,
+                        }
+                    )
+                )
         elif isinstance(event, ToolCallFinished):
             self._calls.finished(event)
             frames.extend(self._tool_finished(event))
