@@ -19,6 +19,7 @@ from toolrun.runtime import ToolExecutor
 from toolrun.server._audit_sink import SQLAuditSink
 from toolrun.server._db import create_engine
 from toolrun.server._errors import Problem, install_error_handlers
+from toolrun.server._maintenance import Maintenance
 from toolrun.server._middleware import RequestMiddleware
 from toolrun.server._observe import Observer
 from toolrun.server._service import ChatService
@@ -184,14 +185,25 @@ def create_app(
 
     if durable is not None:
         durable.bind(service)
+    maintenance = Maintenance(
+        confirmations=confirmations_store,
+        cache=cache,
+        rate_limits=rate_limits,
+        artifacts=executor.artifacts,
+        interval=settings.purge_interval,
+        retention=settings.confirmation_retention,
+        on_purged=lambda store, rows: obs.purged_rows.labels(store).inc(rows),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if durable is not None:
             durable.start()
+        maintenance.start()
         try:
             yield
         finally:
+            await maintenance.stop()
             await service.aclose(grace=settings.run_timeout)
             if durable is not None:
                 durable.stop()

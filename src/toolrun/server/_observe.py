@@ -126,6 +126,12 @@ class Observer:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
         )
         self.runs = Counter("toolrun_runs", "Agent runs by final status.", ["status"], registry=r)
+        self.purged_rows = Counter(
+            "toolrun_purged_rows",
+            "Expired rows the periodic purge deleted, by store (confirmations: the never-decided ones).",
+            ["store"],
+            registry=r,
+        )
         self.run_seconds = Histogram(
             "toolrun_run_duration_seconds",
             "Run latency.",

@@ -117,6 +117,12 @@ class Settings(BaseSettings):
     token_cache_seconds: float = Field(default=5.0, ge=0)
     """How long a process trusts a checked API token before asking the database again (revocations take
     effect within this many seconds)."""
+    purge_interval: float = Field(default=3600.0, ge=0)
+    """Seconds between two purges of what has expired in the SQL stores (result cache, refilled rate-limit
+    buckets, stored results, old confirmations); 0: never (purge some other way). Every process purges."""
+    confirmation_retention: float = Field(default=86400.0, ge=0)
+    """Seconds a confirmation (decided or not) is kept past its expiry before a purge deletes it: a decided
+    one is what closing a run left by a killed process reads to tell "may have run" from "did not run"."""
 
     @property
     def is_sqlite(self) -> bool:

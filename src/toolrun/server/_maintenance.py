@@ -1,0 +1,118 @@
+"""Housekeeping: what has expired leaves the database, now and then, without anyone calling for it.
+
+The SQL stores keep what they no longer need until they are told to delete it: result-cache entries past
+their expiry, rate-limit buckets that have refilled (they limit nothing), stored results past theirs
+(the artifact store also purges on every 100th write), and confirmations — decided or not — once they
+expired. A service that runs for months would grow those tables without end. `Maintenance` deletes them
+every `TOOLRUN_PURGE_INTERVAL` seconds (0: never), in every process of a deployment (the deletes are
+idempotent: two processes purging at once delete each row once).
+
+Confirmations are kept `TOOLRUN_CONFIRMATION_RETENTION` seconds past their expiry, not dropped at once: a
+consumed one is the record that its approved call started (`consumed_at`), which closing a run a killed
+process left behind reads (`_recovery.confirmation_state`). Past the retention, such a run's held call is
+reported "may or may not have run" (`RESULT_UNKNOWN`), never "did not run".
+
+A pass that fails (the database is down) is logged and retried at the next interval; it never stops the
+service. What each pass deleted goes to `toolrun_purged_rows_total{store}` and, when it is anything, one
+log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["Maintenance"]
+
+logger = logging.getLogger("toolrun.server")
+
+_FIRST_PASS_MAX = 60.0
+"""The first pass comes within this many seconds of start-up (or one interval, if shorter)."""
+
+
+class Maintenance:
+    """The periodic purge of one app's stores (see the module docstring).
+
+    Args:
+        confirmations, cache, rate_limits, artifacts: The executor's stores; each one is purged only if it
+            has the method (`purge_expired` / `purge_full`): Redis keeps its own expiry.
+        interval: Seconds between two passes; 0 or less: no passes (`start` does nothing).
+        retention: Seconds a confirmation is kept past its expiry.
+        on_purged: Called with (store, rows) for each store a pass deleted rows from (metrics).
+        clock: The clock that confirmations' `expires_at` is compared with.
+    """
+
+    def __init__(
+        self,
+        *,
+        confirmations: Any,
+        cache: Any,
+        rate_limits: Any,
+        artifacts: Any,
+        interval: float,
+        retention: float,
+        on_purged: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.interval = interval
+        self.retention = retention
+        self._on_purged = on_purged
+        self._clock = clock
+        self._task: asyncio.Task[None] | None = None
+        self._jobs: list[tuple[str, Callable[[], Awaitable[int]]]] = []
+        purge = getattr(confirmations, "purge_expired", None)
+        if purge is not None:
+            self._jobs.append(("confirmations", lambda: purge(self._clock() - self.retention)))
+        for name, store, method in (
+            ("cache", cache, "purge_expired"),
+            ("rate_limits", rate_limits, "purge_full"),
+            ("artifacts", artifacts, "purge_expired"),
+        ):
+            found = getattr(store, method, None)
+            if found is not None:
+                self._jobs.append((name, found))
+
+    async def run_once(self) -> dict[str, int]:
+        """One pass over every store: {store: rows deleted}. A store that fails is logged and skipped (the
+        others still run); its entry is missing."""
+        deleted: dict[str, int] = {}
+        for name, job in self._jobs:
+            try:
+                deleted[name] = int(await job())
+            except Exception as exc:  # the next pass tries again
+                logger.warning("Purging expired %s failed: %s", name, type(exc).__name__)
+        purged = {name: rows for name, rows in deleted.items() if rows > 0}
+        if purged:
+            logger.info(
+                "Purged expired rows: %s", ", ".join(f"{rows} {name}" for name, rows in purged.items())
+            )
+            if self._on_purged is not None:
+                for name, rows in purged.items():
+                    self._on_purged(name, rows)
+        return deleted
+
+    def start(self) -> None:
+        """Run passes in the background until `stop` (nothing when the interval is 0 or less)."""
+        if self.interval > 0 and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="toolrun-maintenance")
+
+    async def stop(self) -> None:
+        """Stop the passes (a pass under way is cancelled: its deletes are each atomic)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _loop(self) -> None:
+        # Spread over the first minute, so that processes started together do not purge together.
+        delay = min(self.interval, _FIRST_PASS_MAX) * random.uniform(0.5, 1.0)
+        while True:
+            await asyncio.sleep(delay)
+            await self.run_once()
+            delay = self.interval
