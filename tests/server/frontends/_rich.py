@@ -22,6 +22,11 @@ CHART_SIZE = (640, 360)
 BARS = (3, 5, 4, 7, 6, 9, 8, 11)
 STEPS = 6
 STEP_SECONDS = 0.15  # longer than the agent's progress interval (0.1 s): every report gets through
+# Each tool waits a step AFTER its last report, as real work would go on (formatting, saving). The MCP
+# TypeScript SDK's client drops a progress notification that reaches it in the same read as the call's
+# response: it handles notifications a microtask late (`Promise.resolve().then`) and the response at once,
+# which forgets the progress token first ("unknown token"; modelcontextprotocol/typescript-sdk#2580, "a race
+# servers cannot avoid"). Reported back to back, the last report is lost there now and then.
 
 
 def chart_png(width: int = CHART_SIZE[0], height: int = CHART_SIZE[1]) -> bytes:
@@ -62,8 +67,8 @@ async def chart(metric: str, ctx: ToolContext) -> ToolOutput[dict[str, Any]]:
         metric: What to chart, e.g. "sales".
     """
     for step in range(1, STEPS + 1):
-        await asyncio.sleep(STEP_SECONDS)
         await ctx.report_progress(step, STEPS, f"drawing {metric}")
+        await asyncio.sleep(STEP_SECONDS)
     return ToolOutput(
         value={"metric": metric, "points": len(BARS)},
         content=[Text(f"{metric}: {len(BARS)} points, rising"), Image(data=chart_png())],
@@ -78,8 +83,8 @@ async def scan(hosts: int) -> AsyncIterator[dict[str, int]]:
         hosts: How many hosts to scan.
     """
     for done in range(1, hosts + 1):
-        await asyncio.sleep(STEP_SECONDS)
         yield {"scanned": done, "of": hosts}
+        await asyncio.sleep(STEP_SECONDS)
 
 
 RICH_TOOLS = [chart, scan]
