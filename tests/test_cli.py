@@ -58,6 +58,49 @@ def test_db_and_users(env: Path) -> None:
     assert runner.invoke(app, ["db", "current"]).output.strip() == "none"
 
 
+def test_db_purge_deletes_what_has_expired_and_says_so(env: Path) -> None:
+    import asyncio
+    import time
+
+    from toolrun.store import PendingConfirmation
+    from toolrun.store.sql import SQLCache, SQLConfirmationStore
+
+    url = f"sqlite+aiosqlite:///{env}/cli.db"
+    r = runner.invoke(app, ["db", "purge"])  # no tables yet: one line, exit 1, no traceback
+    said = " ".join(r.output.split())  # the console folds long lines
+    assert r.exit_code == 1 and "run `toolrun db upgrade`" in said and "Traceback" not in said
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+
+    async def fill() -> None:
+        cache, confirmations = SQLCache(url), SQLConfirmationStore(url)
+        await cache.set("old", b"x", ttl=0.01)
+        await cache.set("new", b"y", ttl=600)
+        long_ago = time.time() - 2 * 86400
+        await confirmations.add(
+            PendingConfirmation(
+                id="c1",
+                user_id="alice",
+                tool_name="delete_task",
+                arguments_hash="h",
+                call={"id": "call_1", "name": "delete_task", "arguments": "{}"},
+                summary="delete_task(task_id='t1')",
+                created_at=long_ago - 600,
+                expires_at=long_ago,
+            )
+        )
+        await cache.aclose()
+        await confirmations.aclose()
+
+    asyncio.run(fill())
+    time.sleep(0.05)
+    r = runner.invoke(app, ["db", "purge"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert "cache: 1 purged" in lines and "rate_limits: 0 purged" in lines and "artifacts: 0 purged" in lines
+    assert lines[0].startswith("confirmations: 1 never decided purged")
+    assert "cache: 0 purged" in runner.invoke(app, ["db", "purge", "--database-url", url]).output.splitlines()
+
+
 def test_users_on_a_database_without_tables_say_how_to_fix_it(env: Path) -> None:
     """Before `toolrun db upgrade`: one clear line and exit 1, never a traceback."""
     for args in (["users", "list"], ["users", "add", "alice"], ["users", "revoke", "alice"]):

@@ -3,7 +3,7 @@
 ```
 toolrun serve [--host] [--port] [--database-url] [--model] [--workers] [--demo-user NAME]
 toolrun users add NAME [--role ROLE]... | list | revoke NAME
-toolrun db upgrade | downgrade [REVISION] | current
+toolrun db upgrade | downgrade [REVISION] | current | purge
 toolrun tools list | export --format F [--strict] | check
 toolrun chat [--url URL --token TOKEN]       # against a running server, or in-process without --url
 ```
@@ -101,6 +101,35 @@ def db_current(
 
     settings = _settings(database_url=database_url)
     out.print(asyncio.run(current_revision(settings.database_url)) or "none")
+
+
+@db_app.command("purge")
+def db_purge(
+    database_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+    ] = None,
+) -> None:
+    """Delete what has expired, once (the server does it every TOOLRUN_PURGE_INTERVAL seconds): expired
+    cache entries, refilled rate-limit buckets, expired stored results, and confirmations
+    TOOLRUN_CONFIRMATION_RETENTION seconds past their expiry."""
+    from toolrun.server._maintenance import STORES, purge
+
+    settings = _settings(database_url=database_url)
+    deleted = asyncio.run(purge(settings))
+    in_sql = settings.redis_url is None
+    for name in STORES:
+        if name == "confirmations" and name in deleted:  # the store counts those never decided
+            out.print(f"confirmations: {deleted[name]} never decided purged (and the decided ones as old)")
+        elif name in deleted:
+            out.print(f"{name}: {deleted[name]} purged")
+        elif not in_sql and name in ("cache", "rate_limits"):
+            out.print(f"{name}: in Redis, which expires its own")
+    failed = [
+        name for name in STORES if name not in deleted and (in_sql or name not in ("cache", "rate_limits"))
+    ]
+    if failed:
+        raise _fail(f"purging {', '.join(failed)} failed; run `toolrun db upgrade` if the tables are missing")
 
 
 # -- users -----------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ reported "may or may not have run" (`RESULT_UNKNOWN`), never "did not run".
 
 A pass that fails (the database is down) is logged and retried at the next interval; it never stops the
 service. What each pass deleted goes to `toolrun_purged_rows_total{store}` and, when it is anything, one
-log line.
+log line. `toolrun db purge` runs one pass from the command line (`purge`), for a deployment that purges
+from a scheduler of its own (`TOOLRUN_PURGE_INTERVAL=0`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["Maintenance"]
+from toolrun.server._db import create_engine
+from toolrun.server._settings import Settings
+from toolrun.store.sql import SQLArtifactStore, SQLCache, SQLConfirmationStore, SQLRateLimitStore
+
+__all__ = ["STORES", "Maintenance", "purge"]
+
+STORES = ("confirmations", "cache", "rate_limits", "artifacts")
+"""The stores a pass purges, in order (the keys of `Maintenance.run_once`'s answer)."""
 
 logger = logging.getLogger("toolrun.server")
 
@@ -116,3 +124,23 @@ class Maintenance:
             await asyncio.sleep(delay)
             await self.run_once()
             delay = self.interval
+
+
+async def purge(settings: Settings) -> dict[str, int]:
+    """One pass over the SQL stores of the service whose database `settings` names, as `toolrun db purge`
+    runs it: {store: rows deleted}, a store that failed missing. The cache and rate limits are purged only
+    where they live in the database (no `TOOLRUN_REDIS_URL`): Redis expires its own."""
+    engine = create_engine(settings.database_url)
+    in_sql = settings.redis_url is None
+    try:
+        maintenance = Maintenance(
+            confirmations=SQLConfirmationStore(engine),
+            cache=SQLCache(engine) if in_sql else None,
+            rate_limits=SQLRateLimitStore(engine) if in_sql else None,
+            artifacts=SQLArtifactStore(engine, purge_every=0),
+            interval=0,
+            retention=settings.confirmation_retention,
+        )
+        return await maintenance.run_once()
+    finally:
+        await engine.dispose()
