@@ -62,8 +62,9 @@ call (the last report of a call with a `total` always),
  "message": "crunching"}
 ```
 
-Nothing is written after the call ended, and nothing reaches the audit. A node invoked outside a graph
-(no stream writer) runs its calls without a reporter, as before.
+An async generator tool's partial result adds `"partial"`: the value as JSON data (its text is the
+`"message"`). Nothing is written after the call ended, and nothing reaches the audit. A node invoked
+outside a graph (no stream writer) runs its calls without a reporter, as before.
 
 **Planner mode.** For graphs without native tool calling, `PlannerNode` asks the model for toolrun's JSON
 plan and writes `tool_calls`, `needs_user_input`, `input_request` (and `intent`) into the state;
