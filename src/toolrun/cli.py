@@ -56,14 +56,17 @@ def _settings(**overrides: Any) -> Any:
 
 # -- db --------------------------------------------------------------------------------------------------
 
+DatabaseURL = Annotated[
+    str | None,
+    typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
+]
+"""The `--database-url` option of the `db` commands."""
+
 
 @db_app.command("upgrade")
 def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
 ) -> None:
     """Apply the migrations (creates every table on a new database)."""
     from toolrun.server.migrate import current_revision, upgrade
@@ -76,10 +79,7 @@ def db_upgrade(
 @db_app.command("downgrade")
 def db_downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision (`base`: drop every toolrun table).")],
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
 ) -> None:
     """Undo migrations down to REVISION."""
     from toolrun.server.migrate import downgrade
@@ -91,10 +91,7 @@ def db_downgrade(
 
 @db_app.command("current")
 def db_current(
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
 ) -> None:
     """Print the database's revision."""
     from toolrun.server.migrate import current_revision
@@ -105,10 +102,7 @@ def db_current(
 
 @db_app.command("purge")
 def db_purge(
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
 ) -> None:
     """Delete what has expired, once (the server does it every TOOLRUN_PURGE_INTERVAL seconds): expired
     cache entries, refilled rate-limit buckets, expired stored results, and confirmations
@@ -141,10 +135,7 @@ def users_add(
     role: Annotated[
         list[str] | None, typer.Option("--role", metavar="ROLE", help="A role (repeatable; default: member).")
     ] = None,
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
 ) -> None:
     """Create a user and print a new API token (shown once; only its hash is stored)."""
     from toolrun.server._users import UserExistsError
@@ -163,10 +154,7 @@ def users_add(
 
 @users_app.command("list")
 def users_list(
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
 ) -> None:
     """List users (never tokens)."""
     settings = _settings(database_url=database_url)
@@ -180,10 +168,7 @@ def users_list(
 @users_app.command("revoke")
 def users_revoke(
     name: Annotated[str, typer.Argument(help="The user's name.")],
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
 ) -> None:
     """Revoke every token of a user and disable the user."""
     settings = _settings(database_url=database_url)
@@ -260,10 +245,7 @@ def create_service_app(settings: Any, **app_options: Any) -> Any:
 def serve(
     host: Annotated[str, typer.Option(metavar="HOST", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(metavar="PORT", help="Port (0: any free port).")] = 8000,
-    database_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="The database (SQLAlchemy URL); overrides TOOLRUN_DATABASE_URL."),
-    ] = None,
+    database_url: DatabaseURL = None,
     model: Annotated[
         str | None, typer.Option(metavar="MODEL", help="Overrides TOOLRUN_MODEL (`demo`, `openai:...`).")
     ] = None,
