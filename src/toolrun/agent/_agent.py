@@ -751,21 +751,19 @@ class Agent:
         def context_for(call: ToolCall) -> ToolContext[Any]:
             outer = ctx.progress
 
-            async def report(done: float, total: float | None, message: str | None) -> None:
+            async def report(
+                done: float, total: float | None, message: str | None, value: Any = None
+            ) -> None:
                 progress.put_nowait(
-                    ToolCallProgress(call=call, progress=done, total=total, message=message, step=step)
+                    ToolCallProgress(
+                        call=call, progress=done, total=total, message=message, step=step, partial=value
+                    )
                 )
                 if outer is not None:  # a transport above the agent listens too
                     await outer(done, total, message)
 
             async def report_partial(done: float, message: str | None, value: Any) -> None:
-                progress.put_nowait(
-                    ToolCallProgress(
-                        call=call, progress=done, total=None, message=message, step=step, partial=value
-                    )
-                )
-                if outer is not None:
-                    await outer(done, None, message)
+                await report(done, None, message, value)
 
             throttle = ProgressThrottle(report, interval=self.progress_interval, partial=report_partial)
             throttles.append(throttle)

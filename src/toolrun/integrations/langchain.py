@@ -135,8 +135,8 @@ def progress_to_stream(
     result adds `"partial"`: its value as JSON data. Close it when the call ends."""
     outer = ctx.progress
 
-    def chunk(progress: float, total: float | None, message: str | None) -> dict[str, Any]:
-        return {
+    async def report(progress: float, total: float | None, message: str | None, value: Any = None) -> None:
+        chunk = {
             "type": "tool_progress",
             "tool_call_id": call.id,
             "name": call.name,
@@ -144,19 +144,14 @@ def progress_to_stream(
             "total": total,
             "message": message,
         }
-
-    async def report(progress: float, total: float | None, message: str | None) -> None:
-        writer(chunk(progress, total, message))
+        if value is not None:
+            chunk["partial"] = value
+        writer(chunk)
         if outer is not None:  # a reporter of the application's own listens too
             await outer(progress, total, message)
 
     async def report_partial(progress: float, message: str | None, value: Any) -> None:
-        data = chunk(progress, None, message)
-        if value is not None:
-            data["partial"] = value
-        writer(data)
-        if outer is not None:
-            await outer(progress, None, message)
+        await report(progress, None, message, value)
 
     return ProgressThrottle(report, interval=interval, partial=report_partial)
 

@@ -60,6 +60,8 @@ async def drain(generator: AsyncIterator[Any], context: ToolContext[Any]) -> Any
     """Run an async generator tool to its end: report its partial results, return its last value."""
     reporter = context.progress
     interval = reporter.interval if isinstance(reporter, ProgressThrottle) else _DEFAULT_INTERVAL
+    # a reporter that takes values gets each partial result as a value too; any other, as text
+    values = reporter if isinstance(reporter, ProgressThrottle) and reporter.takes_partials else None
     last: Any = _NOTHING
     count = 0
     next_report = 0.0  # the first partial is reported at once
@@ -83,7 +85,10 @@ async def drain(generator: AsyncIterator[Any], context: ToolContext[Any]) -> Any
                 now = _monotonic()
                 if now >= next_report:
                     next_report = now + interval
-                    await _report(context, reporter, count, value)
+                    if values is None:
+                        await context.report_progress(count, None, partial_text(value))
+                    else:
+                        await _report_value(values, count, value)
     finally:
         # The generator stops here if the call ended early (timeout, cancellation, a failing report):
         # a no-op when it ran to its end or raised.
@@ -99,11 +104,8 @@ async def drain(generator: AsyncIterator[Any], context: ToolContext[Any]) -> Any
     return last
 
 
-async def _report(context: ToolContext[Any], reporter: Any, count: int, value: Any) -> None:
-    """One partial result to the reporter: as a value and text where it takes values, else as text."""
-    if not (isinstance(reporter, ProgressThrottle) and reporter.takes_partials):
-        await context.report_progress(count, None, partial_text(value))
-        return
+async def _report_value(reporter: ProgressThrottle, count: int, value: Any) -> None:
+    """One partial result, as its value and its text, to a reporter that takes values."""
     try:
         await reporter.report_partial(count, partial_text(value), partial_value(value))
     except Exception:  # progress is advisory, as in `ToolContext.report_progress`

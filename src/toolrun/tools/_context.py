@@ -52,17 +52,19 @@ class ProgressThrottle:
         self.dropped = 0
         """Reports not forwarded (too soon after the last one, or after `close`)."""
 
+    def _passes(self, final: bool) -> bool:
+        """The gate: open, and the final report or `interval` since the last one that passed."""
+        if not self.closed:
+            now = time.monotonic()
+            if final or now - self._last >= self.interval:
+                self._last = now
+                return True
+        self.dropped += 1
+        return False
+
     async def __call__(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        if self.closed:
-            self.dropped += 1
-            return
-        now = time.monotonic()
-        final = total is not None and progress >= total
-        if not final and now - self._last < self.interval:
-            self.dropped += 1
-            return
-        self._last = now
-        await self._forward(progress, total, message)
+        if self._passes(total is not None and progress >= total):
+            await self._forward(progress, total, message)
 
     @property
     def takes_partials(self) -> bool:
@@ -71,14 +73,8 @@ class ProgressThrottle:
 
     async def report_partial(self, progress: float, message: str | None, value: Any) -> None:
         """A partial result (`value`: JSON data or None, `message`: its text), gated like a report."""
-        if self.closed:
-            self.dropped += 1
+        if not self._passes(False):
             return
-        now = time.monotonic()
-        if now - self._last < self.interval:
-            self.dropped += 1
-            return
-        self._last = now
         if self._partial is not None:
             await self._partial(progress, message, value)
         else:
