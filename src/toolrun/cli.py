@@ -109,19 +109,15 @@ def db_purge(
     TOOLRUN_CONFIRMATION_RETENTION seconds past their expiry."""
     from toolrun.server._maintenance import STORES, purge
 
-    settings = _settings(database_url=database_url)
-    deleted = asyncio.run(purge(settings))
-    in_sql = settings.redis_url is None
+    purged, deleted = asyncio.run(purge(_settings(database_url=database_url)))
     for name in STORES:
-        if name == "confirmations" and name in deleted:  # the store counts those never decided
+        if name not in purged:
+            out.print(f"{name}: in Redis, which expires its own")
+        elif name == "confirmations" and name in deleted:  # the store counts those never decided
             out.print(f"confirmations: {deleted[name]} never decided purged (and the decided ones as old)")
         elif name in deleted:
             out.print(f"{name}: {deleted[name]} purged")
-        elif not in_sql and name in ("cache", "rate_limits"):
-            out.print(f"{name}: in Redis, which expires its own")
-    failed = [
-        name for name in STORES if name not in deleted and (in_sql or name not in ("cache", "rate_limits"))
-    ]
+    failed = [name for name in purged if name not in deleted]
     if failed:
         raise _fail(f"purging {', '.join(failed)} failed; run `toolrun db upgrade` if the tables are missing")
 

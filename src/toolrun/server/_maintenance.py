@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
@@ -34,7 +35,13 @@ from toolrun.store.sql import SQLArtifactStore, SQLCache, SQLConfirmationStore, 
 
 __all__ = ["STORES", "Maintenance", "purge"]
 
-STORES = ("confirmations", "cache", "rate_limits", "artifacts")
+_PURGES = (
+    ("confirmations", "purge_expired"),
+    ("cache", "purge_expired"),
+    ("rate_limits", "purge_full"),
+    ("artifacts", "purge_expired"),
+)
+STORES = tuple(name for name, _ in _PURGES)
 """The stores a pass purges, in order (the keys of `Maintenance.run_once`'s answer)."""
 
 logger = logging.getLogger("toolrun.server")
@@ -73,17 +80,28 @@ class Maintenance:
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
         self._jobs: list[tuple[str, Callable[[], Awaitable[int]]]] = []
-        purge = getattr(confirmations, "purge_expired", None)
-        if purge is not None:
-            self._jobs.append(("confirmations", lambda: purge(self._clock() - self.retention)))
-        for name, store, method in (
-            ("cache", cache, "purge_expired"),
-            ("rate_limits", rate_limits, "purge_full"),
-            ("artifacts", artifacts, "purge_expired"),
-        ):
-            found = getattr(store, method, None)
-            if found is not None:
+        stores = {
+            "confirmations": confirmations,
+            "cache": cache,
+            "rate_limits": rate_limits,
+            "artifacts": artifacts,
+        }
+        for name, method in _PURGES:
+            found = getattr(stores[name], method, None)
+            if found is None:
+                continue
+            if name == "confirmations":  # kept `retention` seconds past their expiry
+                self._jobs.append((name, functools.partial(self._confirmations, found)))
+            else:
                 self._jobs.append((name, found))
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        """The stores this purges (those that have a purge method: not Redis's), in `STORES` order."""
+        return tuple(name for name, _ in self._jobs)
+
+    async def _confirmations(self, purge: Callable[[float], Awaitable[int]]) -> int:
+        return await purge(self._clock() - self.retention)
 
     async def run_once(self) -> dict[str, int]:
         """One pass over every store: {store: rows deleted}. A store that fails is logged and skipped (the
@@ -126,10 +144,11 @@ class Maintenance:
             delay = self.interval
 
 
-async def purge(settings: Settings) -> dict[str, int]:
+async def purge(settings: Settings) -> tuple[tuple[str, ...], dict[str, int]]:
     """One pass over the SQL stores of the service whose database `settings` names, as `toolrun db purge`
-    runs it: {store: rows deleted}, a store that failed missing. The cache and rate limits are purged only
-    where they live in the database (no `TOOLRUN_REDIS_URL`): Redis expires its own."""
+    runs it: the stores it purged, and {store: rows deleted} (a store that failed missing). The cache and
+    rate limits are purged only where they live in the database (no `TOOLRUN_REDIS_URL`): Redis expires its
+    own."""
     engine = create_engine(settings.database_url)
     in_sql = settings.redis_url is None
     try:
@@ -141,6 +160,6 @@ async def purge(settings: Settings) -> dict[str, int]:
             interval=0,
             retention=settings.confirmation_retention,
         )
-        return await maintenance.run_once()
+        return maintenance.stores, await maintenance.run_once()
     finally:
         await engine.dispose()
