@@ -27,7 +27,22 @@ or an answer the SDK refuses, such as structured content that breaks the tool's 
 the remote's text).
 
 A server that answers a call with an MCP task (the Tasks extension, which the toolset declares) is polled
-until the task ends, within the same `timeout`; a task still running then is cancelled on the server.
+until the task ends, within the same `timeout`; a task still running then is cancelled on the server. A
+2025-11-25 tool that must be called as a task (`execution.taskSupport: "required"`) is called as one
+(`tools/call` with `task`, `tasks/get`, `tasks/result`; `tasks/cancel` when the `timeout` runs out).
+
+Results are the remote's, whole: text blocks make the value (a string; or the structured content, when
+the server gives one), images, audio, files and resource links stay content items. A long value is cut
+by the output budget (`output_budget`, 4,000 characters by default, as for a local
+`@tool(output_budget=...)`): the model sees the cut with a note, and pages the whole with the built-in
+`read_result` tool.
+
+A URL elicitation, asked by request or by the -32042 error (`URLElicitationRequiredError`), ends the call
+with `NEEDS_USER_INPUT`: `details["input_request"]` holds the message and the (http or https) URL to open.
+
+Resource links a remote tool returns can be read: `await toolset.read_resource(uri_or_link)` (content
+items), and, for the model, the `read_resource` tool (`<prefix>_read_resource`) listed beside the server's
+tools when the server has resources; it opens only links this server returned to the same user.
 """
 
 from __future__ import annotations
@@ -36,6 +51,7 @@ import asyncio
 import base64
 import contextvars
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -60,10 +76,10 @@ from toolrun.content import (
     ToolOutput,
 )
 from toolrun.exceptions import ToolrunError
-from toolrun.mcp._tasks_client import TasksExtension
+from toolrun.mcp._tasks_client import LEGACY_TASKS_VERSION, TasksExtension
 from toolrun.registry import ToolRegistry
 from toolrun.results import ToolError
-from toolrun.tools import Tool, ToolContext
+from toolrun.tools import OutputBudget, Tool, ToolContext
 from toolrun.tools._tool import NAME_PATTERN
 
 __all__ = ["MCPToolset", "import_tools"]
@@ -74,8 +90,14 @@ Target = str | StdioServerParameters | Sequence[str] | Server[Any]
 """A Streamable HTTP URL, a stdio command (`StdioServerParameters` or `["python", "-m", "srv"]`), or an
 in-process `Server` (tests)."""
 
-_MAX_REMOTE_TEXT = 4000
+_MAX_REMOTE_CHARS = 2_000_000
+"""The most characters of one remote result kept (past the output budget, in the artifact store)."""
+_MAX_ERROR_CHARS = 4000
+"""The most characters of a remote error's text put in the error message."""
 _MAX_REMOTE_BLOCKS = MAX_ITEMS
+_MAX_LINKS = 10_000
+"""Resource links remembered (per toolset, all users together, oldest forgotten first)."""
+READ_RESOURCE = "read_resource"
 
 
 @dataclass(slots=True)
@@ -109,6 +131,11 @@ class MCPToolset:
             ends; when `timeout` runs out first, the task is cancelled on the server (`tasks/cancel`).
         max_poll_interval: Seconds; the longest wait between two polls of a task, whatever the server
             suggests.
+        output_budget: How much of a remote result the model is shown (characters, or an
+            `OutputBudget`): a longer one is cut, kept whole, and paged with `read_result`. None: the
+            executor's `output_budget`.
+        resources: List a `read_resource` tool (named with the prefix) for the model when the server has
+            resources: it reads the resource links this server returned to the same user.
     """
 
     def __init__(
@@ -126,6 +153,8 @@ class MCPToolset:
         mode: str = "auto",
         tasks: bool = True,
         max_poll_interval: float = 5.0,
+        output_budget: int | OutputBudget | None = 4000,
+        resources: bool = True,
     ) -> None:
         if headers and not isinstance(server, str):
             raise ValueError("headers= is for Streamable HTTP URLs; a stdio or in-process server has none.")
@@ -141,7 +170,11 @@ class MCPToolset:
         self.mode = mode
         self.tasks = tasks
         self.max_poll_interval = max_poll_interval
+        self.output_budget = OutputBudget.coerce(output_budget) if output_budget is not None else None
+        self.resources = resources
         self.label = _label(server)
+        self._task_waiter = TasksExtension(max_poll_interval=max_poll_interval)
+        self._links: OrderedDict[tuple[str | None, str], None] = OrderedDict()
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -220,7 +253,7 @@ class MCPToolset:
         else:
             args = list(server)
             target = StdioServerParameters(command=args[0], args=args[1:])
-        extensions = [TasksExtension(max_poll_interval=self.max_poll_interval)] if self.tasks else None
+        extensions = [self._task_waiter] if self.tasks else None
         return Client(
             target, mode=self.mode, elicitation_callback=self._on_elicit, cache=None, extensions=extensions
         )
@@ -268,6 +301,14 @@ class MCPToolset:
                 tools.append(self._tool(remote))
             except (ToolrunError, ValueError, TypeError) as exc:
                 _logger.warning("Skipping MCP tool %r from %s: %s", remote.name[:100], self.label, exc)
+        if self.resources and client.server_capabilities.resources is not None:
+            reader = self._reader_tool()
+            if any(t.name == reader.name for t in tools):
+                _logger.warning(
+                    "The MCP server %s has a tool named %r: no resource reader", self.label, reader.name
+                )
+            else:
+                tools.append(reader)
         return tools
 
     async def register(self, registry: ToolRegistry) -> list[Tool]:
@@ -304,17 +345,25 @@ class MCPToolset:
             options["open_world"] = hints.open_world_hint
         if hints is not None and hints.title:
             options["title"] = hints.title
+        options.update(self._shared_options())
+        description = (remote.description or remote.title or remote.name).strip() or remote.name
+        as_task = remote.execution is not None and remote.execution.task_support == "required"
+        handler = self._handler(remote.name, destructive, _wraps_result(remote.output_schema), as_task)
+        return Tool.from_schema(name, description, remote.input_schema, handler, **options)
+
+    def _shared_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
         if self.rate_limit is not None:
             from toolrun.tools._options import parse_rate_limit
 
             options["rate_limit"] = parse_rate_limit(self.rate_limit, key=f"mcp:{self.label}")
-        description = (remote.description or remote.title or remote.name).strip() or remote.name
-        handler = self._handler(remote.name, destructive, _wraps_result(remote.output_schema))
-        return Tool.from_schema(name, description, remote.input_schema, handler, **options)
+        if self.output_budget is not None:
+            options["output_budget"] = self.output_budget
+        return options
 
-    def _handler(self, remote_name: str, confirmed: bool, unwrap: bool) -> Callable[..., Any]:
+    def _handler(self, remote_name: str, confirmed: bool, unwrap: bool, as_task: bool) -> Callable[..., Any]:
         async def call_remote(toolrun_context_: ToolContext, **arguments: Any) -> Any:
-            value = await self._call(remote_name, arguments, confirmed, toolrun_context_)
+            value = await self._call(remote_name, arguments, confirmed, toolrun_context_, as_task)
             if isinstance(value, ToolOutput):
                 inner = value.value
                 if unwrap and isinstance(inner, dict) and set(inner) == {"result"}:
@@ -326,7 +375,9 @@ class MCPToolset:
 
         return call_remote
 
-    async def _call(self, name: str, arguments: dict[str, Any], confirmed: bool, ctx: ToolContext) -> Any:
+    async def _call(
+        self, name: str, arguments: dict[str, Any], confirmed: bool, ctx: ToolContext, as_task: bool = False
+    ) -> Any:
         try:
             client = await self._connected()
         except ConnectionError as exc:
@@ -335,11 +386,19 @@ class MCPToolset:
         token = _CURRENT.set(state)
         self._inflight.append(state)
         try:
-            result = await client.call_tool(name, arguments, progress_callback=_progress_to(ctx))
+            progress = _progress_to(ctx)
+            if as_task and client.protocol_version == LEGACY_TASKS_VERSION:
+                result = await self._task_waiter.call_legacy_task(
+                    client.session, name, arguments, progress_callback=progress
+                )
+            else:
+                result = await client.call_tool(name, arguments, progress_callback=progress)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._mark_dead(client)
                 raise self._unavailable(f"The MCP server {self.label} closed the connection.") from exc
+            if exc.code == types.URL_ELICITATION_REQUIRED:
+                raise _url_elicitation_error(exc, self.label) from exc
             raise ToolError(
                 "REMOTE_ERROR",
                 f"The MCP server {self.label} refused the call: {exc.message[:300]}",
@@ -363,23 +422,114 @@ class MCPToolset:
             _CURRENT.reset(token)
             self._inflight.remove(state)
         if state.input_request is not None:
-            raise ToolError(
-                "NEEDS_USER_INPUT",
-                f"The tool needs input from the user: {state.input_request.get('message', '')[:500]}",
-                recover_action="Ask the user for this, then call the tool again.",
-                details={"input_request": state.input_request},
-            )
+            raise _needs_input(state.input_request)
         if result.is_error:
-            raise ToolError("REMOTE_TOOL_ERROR", _text(result) or "The remote tool failed.")
-        if any(not isinstance(block, types.TextContent) for block in result.content):
-            # images, audio, files: they reach the local model as what they are (see `_content`)
-            items = [_content(block) for block in result.content[:_MAX_REMOTE_BLOCKS]]
-            if result.structured_content is not None:
-                items = [item for item in items if not isinstance(item, Text)]  # the value says it
-            return ToolOutput(value=result.structured_content, content=items)
-        if result.structured_content is not None:
-            return result.structured_content
-        return _text(result)
+            raise ToolError("REMOTE_TOOL_ERROR", _error_text(result) or "The remote tool failed.")
+        return self._output(result.content, result.structured_content, ctx)
+
+    def _output(self, blocks: Sequence[Any], structured: Any, ctx: ToolContext) -> Any:
+        """The remote's blocks as a value and content items: text blocks make the value (unless the
+        structured content is the value), the other blocks stay what they are (see `_content`)."""
+        texts = [block.text for block in blocks if isinstance(block, types.TextContent)]
+        others = [block for block in blocks if not isinstance(block, types.TextContent)]
+        value = structured if structured is not None else _kept("\n".join(texts)) if texts else None
+        if not others:
+            return value if value is not None or structured is not None else ""
+        items = [_content(block) for block in others[:_MAX_REMOTE_BLOCKS]]
+        for item in items:
+            if isinstance(item, ResourceLink):
+                self._remember(ctx.user_id, item.uri)
+        return ToolOutput(value=value, content=items)
+
+    # ----------------------------------------------------------------------------------------------
+    # Resources
+
+    async def read_resource(self, resource: str | ResourceLink) -> list[Content]:
+        """Read a resource of this server (`resources/read`): a URI, or a `ResourceLink` a tool returned.
+
+        Returns:
+            Its contents as content items: text as `Text`; bytes as `Image`, `Audio` or `File` by their
+            media type (bytes that are not what they claim become a `Text` note).
+
+        Raises:
+            ToolError: `REMOTE_UNAVAILABLE` (cannot reach the server), `REMOTE_ERROR` (the server refused:
+                an unknown resource, for one).
+        """
+        uri = resource.uri if isinstance(resource, ResourceLink) else resource
+        try:
+            client = await self._connected()
+        except ConnectionError as exc:
+            raise self._unavailable(f"The MCP server {self.label} cannot be reached.") from exc
+        try:
+            read = await client.read_resource(uri)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._mark_dead(client)
+                raise self._unavailable(f"The MCP server {self.label} closed the connection.") from exc
+            raise ToolError(
+                "REMOTE_ERROR",
+                f"The MCP server {self.label} could not read {uri[:200]!r}: {exc.message[:300]}",
+                details={"mcp_code": exc.code},
+            ) from exc
+        except (asyncio.CancelledError, ToolError):
+            raise
+        except (RuntimeError, ValueError) as exc:
+            raise ToolError(
+                "REMOTE_ERROR",
+                f"The MCP server {self.label} answered resources/read unusably: {str(exc)[:300]}",
+                details={"reason": "invalid_result"},
+            ) from exc
+        except Exception as exc:
+            self._mark_dead(client)
+            raise self._unavailable(f"The connection to the MCP server {self.label} failed.") from exc
+        return [_resource_content(item) for item in read.contents[:_MAX_REMOTE_BLOCKS]]
+
+    def _remember(self, user_id: str | None, uri: str) -> None:
+        key = (user_id, uri)
+        self._links[key] = None
+        self._links.move_to_end(key)
+        while len(self._links) > _MAX_LINKS:
+            self._links.popitem(last=False)
+
+    def _reader_tool(self) -> Tool:
+        name = f"{self.prefix}{self.separator}{READ_RESOURCE}" if self.prefix else READ_RESOURCE
+        schema = {
+            "type": "object",
+            "properties": {
+                "uri": {
+                    "type": "string",
+                    "description": "The resource link's URI, as the tool result gave it.",
+                }
+            },
+            "required": ["uri"],
+        }
+
+        async def read_resource(toolrun_context_: ToolContext, uri: str) -> Any:
+            if (toolrun_context_.user_id, uri) not in self._links:
+                raise ToolError(
+                    "NOT_FOUND",
+                    f"No resource link {uri[:200]!r} from {self.label} to read: only links a tool of "
+                    "this server returned in this conversation's calls can be opened.",
+                    recover_action="Use a resource link's URI exactly as a tool result gave it.",
+                )
+            items = await self.read_resource(uri)
+            texts = [item.text for item in items if isinstance(item, Text)]
+            others = [item for item in items if not isinstance(item, Text)]
+            value = _kept("\n".join(texts)) if texts else None
+            return ToolOutput(value=value, content=others) if others else value or ""
+
+        return Tool.from_schema(
+            name,
+            f"Read a resource that a tool of {self.label} returned as a resource link (by its URI).",
+            schema,
+            read_resource,
+            read_only=True,
+            idempotent=True,
+            retries=self.retries,
+            timeout=self.timeout,
+            tags={"mcp"},
+            **self._shared_options(),
+        )
 
     def _unavailable(self, message: str) -> ToolError:
         return ToolError(
@@ -415,7 +565,7 @@ class MCPToolset:
                 return types.ElicitResult(action="accept", content=dict.fromkeys(required, True))
             state.input_request = {"message": params.message, "requested_schema": dict(schema)}
         else:
-            state.input_request = {"message": params.message, "url": params.url}
+            state.input_request = _url_request(params.message, params.url, params.elicitation_id)
         return types.ElicitResult(action="cancel")
 
 
@@ -466,12 +616,99 @@ def _wraps_result(schema: Mapping[str, Any] | None) -> bool:
     )
 
 
+def _needs_input(request: dict[str, Any], more: Sequence[dict[str, Any]] = ()) -> ToolError:
+    message = f"The tool needs input from the user: {str(request.get('message', ''))[:500]}"
+    url = request.get("url")
+    if url is not None:
+        message += f" (the user opens {url})"
+    details: dict[str, Any] = {"input_request": request}
+    if more:
+        details["more_input_requests"] = list(more)
+    return ToolError(
+        "NEEDS_USER_INPUT",
+        message,
+        recover_action=(
+            "Ask the user to open the link and finish there, then call the tool again."
+            if url is not None
+            else "Ask the user for this, then call the tool again."
+        ),
+        details=details,
+    )
+
+
+def _url_request(message: str, url: str, elicitation_id: str | None) -> dict[str, Any]:
+    """A URL elicitation as `input_request`; the URL only when it is http(s), the server being untrusted."""
+    request: dict[str, Any] = {"message": message[:2000]}
+    if _showable_url(url):
+        request["url"] = url
+    else:
+        request["refused_url"] = "the server asked to open a link that is not an http(s) URL"
+    if elicitation_id is not None:
+        request["elicitation_id"] = elicitation_id[:200]
+    return request
+
+
+def _showable_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return len(url) <= 4000 and parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _url_elicitation_error(exc: MCPError, label: str) -> ToolError:
+    """A -32042 answer (the URL elicitations the call needs first) as `NEEDS_USER_INPUT`."""
+    from mcp.shared.exceptions import UrlElicitationRequiredError
+
+    try:
+        elicitations = UrlElicitationRequiredError.from_error(exc.error).elicitations
+    except (ValueError, TypeError):
+        elicitations = []
+    requests = [_url_request(e.message, e.url, e.elicitation_id) for e in elicitations[:10]]
+    if not requests:
+        return ToolError(
+            "REMOTE_ERROR",
+            f"The MCP server {label} asked the user to open a link but sent none usable: {exc.message[:300]}",
+            details={"mcp_code": exc.code},
+        )
+    return _needs_input(requests[0], requests[1:])
+
+
+def _kept(text: str) -> str:
+    """A remote text as kept: whole up to `_MAX_REMOTE_CHARS` (the output budget cuts what the model sees),
+    past it cut with a note."""
+    if len(text) <= _MAX_REMOTE_CHARS:
+        return text
+    return text[:_MAX_REMOTE_CHARS] + f"\n[… {len(text) - _MAX_REMOTE_CHARS:,} more characters not kept …]"
+
+
+def _resource_content(item: Any) -> Content:
+    """One `resources/read` content as a content item (untrusted bytes that fail become a note)."""
+    media = item.mime_type
+    try:
+        if isinstance(item, types.TextResourceContents):
+            return Text(_kept(item.text))
+        data = base64.b64decode(item.blob, validate=True)
+        if media is not None and media.startswith("image/"):
+            return Image(data=data, media_type=media)
+        if media is not None and media.startswith("audio/"):
+            return Audio(data=data, media_type=media)
+        name = str(item.uri).rstrip("/").rsplit("/", 1)[-1] or "resource"
+        return File(data=data, name=name[:200], media_type=media)
+    except (ContentError, ValueError):
+        return Text(
+            f"[the MCP server sent a resource{f' ({media})' if media else ''} that could not be read]"
+        )
+
+
 def _content(block: Any) -> Content:
     """An MCP content block as a toolrun content item. The remote server is not trusted: a block whose
     bytes do not match its media type (or are not base64) becomes a text note, never an error."""
     try:
         if isinstance(block, types.TextContent):
-            return Text(block.text[:_MAX_REMOTE_TEXT])
+            return Text(_kept(block.text))
         if isinstance(block, types.ImageContent):
             return Image(data=base64.b64decode(block.data, validate=True), media_type=block.mime_type)
         if isinstance(block, types.AudioContent):
@@ -497,14 +734,14 @@ def _content(block: Any) -> Content:
     )
 
 
-def _text(result: types.CallToolResult) -> str:
-    parts = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        else:
-            parts.append(f"[{block.type}]")
-    return "\n".join(parts)[:_MAX_REMOTE_TEXT]
+def _error_text(result: types.CallToolResult) -> str:
+    """A remote tool's error as text for the message: cut, visibly, past `_MAX_ERROR_CHARS`."""
+    text = "\n".join(
+        block.text if isinstance(block, types.TextContent) else f"[{block.type}]" for block in result.content
+    )
+    if len(text) <= _MAX_ERROR_CHARS:
+        return text
+    return text[:_MAX_ERROR_CHARS] + f"\n[… {len(text) - _MAX_ERROR_CHARS:,} more characters left out …]"
 
 
 def _label(server: Target) -> str:

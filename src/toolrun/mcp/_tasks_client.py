@@ -14,6 +14,15 @@ extension (*Capability Negotiation*), and a `CreateTaskResult` (`resultType: "ta
   the cancellation goes on (bounded by `cancel_timeout`); a client may forget the task then.
 
 `tasks/*` requests name the task in `Mcp-Name` on Streamable HTTP (*Streamable HTTP: Routing Headers*).
+
+On a 2025-11-25 connection a tool may say `execution.taskSupport: "required"`: a plain call of it is refused
+(-32601), so `call_legacy_task` calls it as that revision's task (`basic/utilities/tasks`): `tools/call`
+with `params.task`, answered by a `CreateTaskResult`; `tasks/get` at the server's `pollInterval` until the
+task is `input_required` or terminal; then `tasks/result`, which gives the `CallToolResult` (and carries
+the server's requests of the task, such as an elicitation, while it waits). Cancelled or timed out before
+that: `tasks/cancel`. The SDK has this revision's task types but no client for them, and it checks every
+2025 `tools/call` answer as a `CallToolResult`, so the creating request alone goes through the session's
+dispatcher (see `_send_task_call`); the others through `send_request`.
 """
 
 from __future__ import annotations
@@ -31,6 +40,11 @@ from pydantic import BaseModel, ConfigDict
 from toolrun.mcp._tasks import TASKS_EXTENSION, TaskIdParams
 
 __all__ = ["CancelTaskRequest", "CreateTaskResult", "GetTaskRequest", "TasksExtension"]
+
+LEGACY_TASKS_VERSION = "2025-11-25"
+"""The one protocol revision whose core has tasks (`execution.taskSupport` on tools)."""
+
+_LEGACY_WAIT_FOR_RESULT = frozenset({"input_required", "completed", "failed", "cancelled"})
 
 
 class _Answer(BaseModel):
@@ -144,6 +158,62 @@ class TasksExtension(ClientExtension):
             if not settled:  # cancelled, timed out, gave up or broke: the server may stop the work
                 await self._cancel(session, task_id)
 
+    async def call_legacy_task(
+        self,
+        session: Any,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        progress_callback: Any = None,
+        read_timeout_seconds: float | None = None,
+    ) -> types.CallToolResult:
+        """Call `name` as a 2025-11-25 task and wait for its `CallToolResult` (see the module docstring).
+
+        Raises:
+            MCPError: the server refused the call, or the task failed with a protocol error.
+        """
+        created = types.CreateTaskResult.model_validate(
+            await _send_task_call(session, name, arguments, progress_callback), by_name=False
+        )
+        task_id, interval = created.task.task_id, created.task.poll_interval
+        status: str = created.task.status
+        settled = False
+        try:
+            while status not in _LEGACY_WAIT_FOR_RESULT:
+                await anyio.sleep(self._seconds(interval))
+                task = await session.send_request(
+                    types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id)),
+                    types.GetTaskResult,
+                    request_read_timeout_seconds=read_timeout_seconds,
+                )
+                if task.task_id != task_id:
+                    raise MCPError(code=types.INVALID_PARAMS, message="tasks/get answered for another task")
+                status, interval = task.status, task.poll_interval or interval
+            if status == "cancelled":
+                settled = True
+                return _error_result(f"The remote task {name!r} was cancelled before it finished.")
+            # `tasks/result` waits for the end (an `input_required` task asks its questions meanwhile)
+            result: types.CallToolResult = await session.send_request(
+                types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id)),
+                types.CallToolResult,
+            )
+            settled = True
+            return result
+        finally:
+            if not settled:  # cancelled, timed out or broke: the server may stop the work
+                await self._cancel_legacy(session, task_id)
+
+    async def _cancel_legacy(self, session: Any, task_id: str) -> None:
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(self.cancel_timeout),
+            contextlib.suppress(Exception),
+        ):
+            await session.send_request(
+                types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id)),
+                types.CancelTaskResult,
+            )
+
     async def _cancel(self, session: Any, task_id: str) -> None:
         with (
             anyio.CancelScope(shield=True),
@@ -155,6 +225,31 @@ class TasksExtension(ClientExtension):
     def _seconds(self, interval_ms: int | None) -> float:
         seconds = interval_ms / 1000 if interval_ms is not None else self.default_poll_interval
         return min(max(seconds, self.min_poll_interval), self.max_poll_interval)
+
+
+async def _send_task_call(
+    session: Any, name: str, arguments: dict[str, Any], progress_callback: Any
+) -> dict[str, Any]:
+    """`tools/call` with `params.task` on a 2025-11-25 session; the raw answer.
+
+    `ClientSession.send_request` checks a 2025 `tools/call` answer as a `CallToolResult` and refuses the
+    `CreateTaskResult` the spec gives, so this request goes straight to the session's dispatcher, stamped
+    as `send_request` stamps a 2025 request (the protocol version header).
+    """
+    dispatcher = getattr(session, "_dispatcher", None)
+    if dispatcher is None or not hasattr(dispatcher, "send_raw_request"):
+        raise MCPError(
+            code=types.INTERNAL_ERROR,
+            message="This version of the mcp SDK cannot send a task-augmented tools/call.",
+        )
+    params = types.CallToolRequestParams(name=name, arguments=arguments, task=types.TaskMetadata())
+    options: dict[str, Any] = {"headers": {"mcp-protocol-version": LEGACY_TASKS_VERSION}}
+    if progress_callback is not None:
+        options["on_progress"] = progress_callback
+    raw: dict[str, Any] = await dispatcher.send_raw_request(
+        "tools/call", params.model_dump(by_alias=True, mode="json", exclude_none=True), options
+    )
+    return raw
 
 
 def _error_result(message: str) -> types.CallToolResult:
