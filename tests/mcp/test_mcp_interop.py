@@ -113,6 +113,7 @@ async def test_long_text_is_cut_visibly_kept_and_paged(everything: Any) -> None:
         shown = result.render()
         assert len(shown) <= 4000
         assert "Cut to fit the output budget" in shown and result.metadata["artifact_id"] in shown
+        assert shown.startswith("Echo: word00000") and "word01199" in shown  # the head and the tail
         whole, offset = "", 0
         while offset is not None:
             page = await call(
