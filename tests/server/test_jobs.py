@@ -174,3 +174,57 @@ async def test_the_jobs_stream_sends_progress_then_the_end_once(
 async def test_without_durable_runs_the_jobs_stream_is_empty(service: Service) -> None:
     response = await service.alice.http.get("/api/v1/jobs/events", params={"until_idle": "true"})
     assert response.status_code == 200 and _sse(response.text) == []
+
+
+@tool(background=True, timeout=60)
+async def list_files(folder: str, *, ctx: ToolContext) -> dict[str, list[str]]:
+    """List the files of a folder."""
+    # a name that is not UTF-8 on disk, as os.listdir gives it: a lone surrogate (surrogateescape)
+    names = ["ok.txt", b"caf\xe9.txt".decode("utf-8", "surrogateescape")]
+    await ctx.report_progress(1, total=2, message=f"read {names[-1]}")
+    await GATE["files"].wait()
+    return {"files": names}
+
+
+@pytest.fixture
+async def files_service(tmp_path: Path) -> AsyncIterator[tuple[Service, ScriptedModel]]:
+    model = ScriptedModel(
+        [ToolCall(id="c1", name="list_files", arguments={"folder": "/srv"}), "Started.", "Here they are."]
+    )
+    settings = sqlite_settings(tmp_path, durable="dbos")
+    async for service in make_service(settings, model=model, extra_tools=[list_files]):
+        yield service, model
+
+
+async def test_a_job_whose_output_is_not_unicode_still_reads_and_its_conversation_goes_on(
+    files_service: tuple[Service, ScriptedModel],
+) -> None:
+    service, model = files_service
+    GATE["files"] = asyncio.Event()
+    alice = service.alice.http
+    first = (await alice.post("/api/v1/chat", json={"message": "list /srv"})).json()
+    said = next(m["content"] for m in first["messages"] if m["role"] == "tool")
+    job_id = re.match(r"Started background job (job_\w+)", said)[1]  # type: ignore[index]
+
+    async def progressed() -> Any:
+        r = await alice.get(f"/api/v1/jobs/{job_id}")
+        assert r.status_code == 200, r.text
+        return r.json() if r.json()["progress"] else None
+
+    assert (await _until(progressed))["progress"]["message"] == "read caf\ufffd.txt"
+    GATE["files"].set()
+
+    async def finished() -> Any:
+        r = await alice.get(f"/api/v1/jobs/{job_id}")
+        assert r.status_code == 200, r.text
+        return r.json() if r.json()["status"] == "completed" else None
+
+    assert (await _until(finished))["result"]["value"] == {"files": ["ok.txt", "caf\ufffd.txt"]}
+    listed = await alice.get("/api/v1/jobs")
+    assert listed.status_code == 200 and listed.json()["jobs"][0]["id"] == job_id
+    second = await alice.post(
+        "/api/v1/chat", json={"message": "and?", "conversation_id": first["conversation_id"]}
+    )
+    assert second.status_code == 200, second.text
+    assert second.json()["output"] == "Here they are."
+    assert "caf\ufffd.txt" in model.requests[-1].messages[-1].content

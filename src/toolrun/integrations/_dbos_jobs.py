@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from toolrun._unicode import clean_json, clean_text
 from toolrun.results import ToolResult
 
 __all__ = ["FINAL_STATUSES", "JobLimitError", "JobStore"]
@@ -130,7 +131,10 @@ class JobStore:
         return str(rows[0]["status"]) if rows else None
 
     async def progress(self, job_id: str, progress: float, total: float | None, message: str | None) -> None:
-        data = json.dumps({"progress": progress, "total": total, "message": message})
+        """Store the tool's latest report (its message cleaned: see `toolrun._unicode`)."""
+        data = json.dumps(
+            {"progress": progress, "total": total, "message": clean_text(message or "") or None}
+        )
         t = self.table
         await self._execute(
             sa.update(t)
@@ -147,7 +151,8 @@ class JobStore:
             .where(t.c.id == job_id)
             .values(
                 status=sa.case((t.c.status == "cancelled", "cancelled"), else_=status),
-                result=json.dumps(result.to_dict(), default=str),
+                # tool output: cleaned, so every read of the row can be sent (toolrun._unicode)
+                result=json.dumps(clean_json(result.to_dict()), default=str),
                 updated_at=time.time(),
             )
         )
@@ -205,14 +210,16 @@ class JobStore:
 
 
 def _view(row: Any) -> dict[str, Any]:
+    """A row as the API shows it (JSON cleaned again: rows written before the cleaning may hold escaped
+    lone surrogates)."""
     return {
         "id": row["id"],
         "tool": row["tool"],
         "status": row["status"],
         "conversation_id": row["conversation_id"],
         "run_id": row["run_id"],
-        "progress": json.loads(row["progress"]) if row["progress"] else None,
-        "result": json.loads(row["result"]) if row["result"] else None,
+        "progress": clean_json(json.loads(row["progress"])) if row["progress"] else None,
+        "result": clean_json(json.loads(row["result"])) if row["result"] else None,
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }

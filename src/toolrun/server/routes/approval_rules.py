@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError, not_found
 from toolrun.server._views import iso_time
 from toolrun.server.deps import CurrentUser, State
+from toolrun.server.schemas import ClientArguments, ClientText
 from toolrun.store import ApprovalRule
 
 router = APIRouter(prefix="/api/v1", tags=["approval rules"], responses=PROBLEM_RESPONSES)
@@ -32,12 +33,14 @@ class RuleRequest(BaseModel):
 
     tool: str = Field(min_length=1, max_length=128, description="The tool's registered name.")
     decision: Literal["allow", "deny"] = Field(default="allow", description="Run without asking, or refuse.")
-    arguments: dict[str, Any] | None = Field(
+    arguments: ClientArguments | None = Field(
         default=None,
         description="Only calls whose arguments equal these values (each a named argument of the tool).",
     )
     expires_at: datetime = Field(description=f"ISO 8601; in the future, at most {MAX_DAYS} days away.")
-    note: str | None = Field(default=None, max_length=200, description="What the rule is for, for lists.")
+    note: ClientText | None = Field(
+        default=None, max_length=200, description="What the rule is for, for lists."
+    )
 
 
 class RuleView(BaseModel):
