@@ -18,12 +18,18 @@ import sqlalchemy as sa
 from toolrun._unicode import clean_json, clean_text
 from toolrun.results import ToolResult
 
-__all__ = ["FINAL_STATUSES", "JobLimitError", "JobStore"]
+__all__ = ["ACTIVE_STATUSES", "FINAL_STATUSES", "JobLimitError", "JobStore"]
 
 _T = TypeVar("_T")
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
-"""A job in one of these is over; `running` is the only other status."""
+"""A job in one of these is over."""
+
+ACTIVE_STATUSES = ("running", "cancelling")
+"""A job in one of these still runs code, and counts against its user's `max_running_per_user`:
+`cancelling` is a running job whose user asked it to stop. Only the job's runner ends it, once its tool's
+code has really stopped (a sync tool's thread cannot be stopped: it is waited for), and as it really
+ended: `cancelled`, or as it finished when it finished before the cancel reached it."""
 
 
 class JobLimitError(Exception):
@@ -85,7 +91,7 @@ class JobStore:
             t, now = self.table, time.time()
             running = (
                 sa.select(sa.func.count())
-                .where(t.c.user_id == user_id, t.c.status == "running")
+                .where(t.c.user_id == user_id, t.c.status.in_(ACTIVE_STATUSES))
                 .scalar_subquery()
             )
             values = sa.select(
@@ -143,14 +149,19 @@ class JobStore:
         )
 
     async def finish(self, job_id: str, result: ToolResult) -> None:
-        """Store the result; the status follows it (a cancelled job stays cancelled)."""
+        """Store the result; the status follows it: `cancelled` for the runner's cancel result of a job
+        whose user asked it to stop, else `completed` or `failed` (a job that finished as the cancel
+        landed stays as it finished)."""
         t = self.table
-        status = "completed" if result.status == "ok" else "failed"
+        status: Any = "completed" if result.status == "ok" else "failed"
+        error = result.error
+        if error is not None and (error.details or {}).get("cancelled") is True:
+            status = sa.case((t.c.status.in_(("cancelling", "cancelled")), "cancelled"), else_=status)
         await self._execute(
             sa.update(t)
             .where(t.c.id == job_id)
             .values(
-                status=sa.case((t.c.status == "cancelled", "cancelled"), else_=status),
+                status=status,
                 # tool output: cleaned, so every read of the row can be sent (toolrun._unicode)
                 result=json.dumps(clean_json(result.to_dict()), default=str),
                 updated_at=time.time(),
@@ -158,12 +169,13 @@ class JobStore:
         )
 
     async def cancel(self, job_id: str, user_id: str) -> dict[str, Any] | None:
-        """Ask the user's running job to stop (its tool is cancelled within a moment); the job, or None."""
+        """Ask the user's running job to stop: it is `cancelling` (and still counts against the user)
+        until its runner has stopped its tool; the job, or None."""
         t = self.table
         await self._execute(
             sa.update(t)
             .where(t.c.id == job_id, t.c.user_id == user_id, t.c.status == "running")
-            .values(status="cancelled", updated_at=time.time())
+            .values(status="cancelling", updated_at=time.time())
         )
         return await self.get(job_id, user_id)
 
