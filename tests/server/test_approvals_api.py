@@ -198,3 +198,19 @@ async def test_edited_arguments_that_are_not_unicode_are_refused_and_never_reach
         cid
     ]
     assert [t["id"] for t in (await a.http.get("/api/v1/tasks")).json()["tasks"]] == [task["id"]]
+
+
+async def test_a_rule_stored_with_a_lone_surrogate_still_lists_and_can_be_removed(service: Service) -> None:
+    # added through the library (or stored before the HTTP door refused such text)
+    from toolrun.store import ApprovalRule
+
+    rules = service.state.executor.approval_rules
+    a = service.alice
+    rule = await rules.add(
+        ApprovalRule(user_id=a.user_id, tool="delete_task", arguments={"task_id": "x\ud800"})
+    )
+    listed = await a.http.get("/api/v1/approval-rules")
+    assert listed.status_code == 200, listed.text
+    [shown] = listed.json()["rules"]
+    assert (shown["id"], shown["arguments"]) == (rule.id, {"task_id": "x\ufffd"})
+    assert (await a.http.delete(f"/api/v1/approval-rules/{rule.id}")).status_code == 204

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Path, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolrun._unicode import clean_json, clean_text
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError, not_found
 from toolrun.server._views import iso_time
 from toolrun.server.deps import CurrentUser, State
@@ -59,15 +60,17 @@ class RuleList(BaseModel):
 
 
 def _view(rule: ApprovalRule, now: float) -> dict[str, Any]:
+    # Cleaned for the answer: a rule added through the library (or stored before this door refused such
+    # text) may hold a lone surrogate; it still lists, so it can be removed.
     return {
         "id": rule.id,
-        "tool": rule.tool,
+        "tool": clean_text(rule.tool),
         "decision": rule.decision,
-        "arguments": dict(rule.arguments) if rule.arguments is not None else None,
+        "arguments": clean_json(rule.arguments) if rule.arguments is not None else None,
         "expires_at": iso_time(rule.expires_at) if rule.expires_at is not None else None,
         "created_at": iso_time(rule.created_at),
         "expired": rule.expired(now),
-        "note": rule.note,
+        "note": clean_text(rule.note) if rule.note is not None else None,
     }
 
 
