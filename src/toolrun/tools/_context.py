@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
+
+if TYPE_CHECKING:
+    import asyncio  # imported where used: a bare `import toolrun` stays light
 
 __all__ = ["PartialReporter", "ProgressReporter", "ProgressThrottle", "ToolBudget", "ToolCall", "ToolContext"]
 
@@ -81,7 +83,7 @@ class ProgressThrottle:
         self._held: Callable[[], Awaitable[None]] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._sending: set[asyncio.Task[None]] = set()
-        self._lock = asyncio.Lock()  # reports go on in the order they were made
+        self._lock: asyncio.Lock | None = None  # reports go on in the order they were made
         self.closed = False
         self.dropped = 0
         """Reports not forwarded (replaced by a newer one while waiting, or made after `close`)."""
@@ -99,6 +101,10 @@ class ProgressThrottle:
         return False
 
     async def _send(self, send: Callable[[], Awaitable[None]]) -> None:
+        if self._lock is None:
+            import asyncio
+
+            self._lock = asyncio.Lock()
         async with self._lock:
             await send()
 
@@ -121,6 +127,8 @@ class ProgressThrottle:
         """Send the waiting report once the rate allows (even if the tool says nothing more)."""
         if self._timer is not None:
             return
+        import asyncio
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop here: it goes on with the next report, or at the end
@@ -135,6 +143,8 @@ class ProgressThrottle:
             self._arm()
             return
         held, self._held = self._held, None
+        import asyncio
+
         task = asyncio.get_running_loop().create_task(self._quietly(held))
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
@@ -168,6 +178,8 @@ class ProgressThrottle:
         held, self._held = self._held, None
         self.close()
         if self._sending:
+            import asyncio
+
             await asyncio.gather(*self._sending, return_exceptions=True)
         if held is not None:
             await self._quietly(held)
