@@ -87,9 +87,52 @@ async def test_the_throttle_itself() -> None:
     async def forward(progress: float, total: float | None, message: str | None) -> None:
         got.append(progress)
 
-    throttle = ProgressThrottle(forward, interval=3600)
+    throttle = ProgressThrottle(forward, interval=3600, burst=3)
     for i in range(1, 1001):
-        await throttle(i, 1000)
-    throttle.close()
+        await throttle(i, 1000)  # 1000 of 1000 is not the end: the call's end is
+    assert got == [1, 2, 3]
+    await throttle.aclose()  # the call ended: its last report goes on
     await throttle(1001, 1000)
-    assert got == [1, 1000] and throttle.dropped == 999
+    assert got == [1, 2, 3, 1000] and throttle.dropped == 997
+
+
+@tool(read_only=True)
+async def so_far(n: int, ctx: ToolContext) -> str:
+    """Counts items, reporting "i of i so far" (each report looks complete)."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, i, "so far")
+        if i % 100 == 0:
+            await asyncio.sleep(0)
+    return "counted"
+
+
+async def test_reports_that_look_complete_are_throttled_too() -> None:
+    agent = Agent(scripted(("so_far", {"n": 10_000})), ToolRegistry([so_far]), progress_interval=0.05)
+    progress = [e async for e in agent.stream("go") if isinstance(e, ToolCallProgress)]
+    assert 2 <= len(progress) < 200  # not 10,000 "final" reports
+    assert progress[-1].progress == 10_000  # the last one made still arrives
+
+
+GATE: dict[str, asyncio.Event] = {}
+
+
+@tool(read_only=True)
+async def steps(ctx: ToolContext) -> str:
+    """Reports eight steps (of 100) in a quick row, then waits for the test."""
+    for i in range(1, 9):
+        await ctx.report_progress(i, 100)
+    await GATE["steps"].wait()
+    return "stepped"
+
+
+async def test_a_short_burst_loses_nothing_and_the_last_report_does_not_wait_for_the_end() -> None:
+    GATE["steps"] = asyncio.Event()
+    agent = Agent(scripted(("steps", {})), ToolRegistry([steps]), progress_interval=0.02)
+    seen: list[float] = []
+    async with asyncio.timeout(10):
+        async for event in agent.stream("go"):
+            if isinstance(event, ToolCallProgress):
+                seen.append(event.progress)
+                if event.progress == 8:  # the tool still runs: the rate let it through
+                    GATE["steps"].set()
+    assert seen[0] == 1 and seen[-1] == 8 and seen == sorted(seen)

@@ -291,7 +291,7 @@ async def test_a_cancelled_job_stops_its_tool(dbos_sqlite: None, tmp_path: Path)
     job_id = run.tool_calls[0].result.value["job_id"]
     await _until(lambda: _job_with_progress(jobs, job_id))
     assert await jobs.cancel(job_id, "mallory") is None  # not hers to cancel
-    assert (await jobs.cancel(job_id, "bob"))["status"] == "cancelled"
+    assert (await jobs.cancel(job_id, "bob"))["status"] == "cancelling"  # until its tool has stopped
     job = await _until(lambda: _job_with_result(jobs, job_id, "bob"))
     assert job["status"] == "cancelled"
     assert job["result"]["error"]["details"] == {"cancelled": True}

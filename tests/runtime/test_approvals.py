@@ -165,6 +165,24 @@ async def test_edit_then_approve_runs_the_edited_call_once_and_tells_the_model(
     assert [r.arguments_hash for r in approved] == [ex.hasher.arguments({"note_id": "n2"})]
 
 
+async def test_edited_text_that_is_not_unicode_never_reaches_the_tool(
+    notes_db: Path, make_executor: Any
+) -> None:
+    # Every door (HTTP, AG-UI, AI SDK, MCP, LangGraph, Python) edits through the executor: it refuses.
+    runs: list[dict[str, Any]] = []
+    ex = make_executor(*make_tools(notes_db, runs))
+    ctx = ToolContext(user_id="u1")
+    cid = (await ex.execute(call("delete_note", {"note_id": "n1"}), ctx)).confirmation_id
+    for edited in ({"note_id": "n2\ud800"}, {"note_id": "n\x002"}, {"note_id": "n2", "\udc80": 1}):
+        for attempt in (
+            await ex.preview_edit(cid, ctx, edited),
+            await ex.approve(cid, ctx, arguments=edited),
+        ):
+            assert attempt.error is not None and attempt.error.code == ErrorCode.INVALID_ARGUMENTS, edited
+            assert "cannot be taken" in attempt.error.message
+    assert runs == [] and await ex.confirmation.store.get(cid) is not None  # still pending, never run
+
+
 async def test_someone_else_cannot_edit_or_preview_a_confirmation(notes_db: Path, make_executor: Any) -> None:
     runs: list[dict[str, Any]] = []
     ex = make_executor(*make_tools(notes_db, runs))

@@ -198,9 +198,10 @@ async def test_a_closed_or_throttled_reporter_drops_partials_and_a_failing_one_n
     closed = ProgressThrottle(report, interval=0, partial=failing)
     closed.close()
     await closed.report_partial(1, "1", 1)
-    slow = ProgressThrottle(report, interval=60, partial=failing)
+    slow = ProgressThrottle(report, interval=60, partial=failing, burst=1)
     await slow(1, None, "first")
-    await slow.report_partial(2, "2", 2)
+    await slow.report_partial(2, "2", 2)  # too soon: it waits for the rate...
+    slow.close()  # ...and is dropped when the reporter is closed without `aclose`
     assert calls == 3 and closed.dropped == 1 and slow.dropped == 1 and seen == [(1, None, "first")]
 
 

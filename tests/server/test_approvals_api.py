@@ -154,3 +154,63 @@ async def test_rules_are_refused_for_tools_that_never_ask_and_bad_expiries(servi
         assert (r.status_code, r.json()["code"]) == (422, code), body
     missing = await a.http.post("/api/v1/approval-rules", json={"tool": "delete_task"})
     assert missing.status_code == 422 and missing.json()["errors"][0]["path"] == "body.expires_at"
+
+
+def _raw(body: str) -> dict[str, Any]:
+    """A request whose JSON text is sent as written (escapes such as a lone `\\ud800` included)."""
+    return {"content": body.encode(), "headers": {"content-type": "application/json"}}
+
+
+async def test_a_rule_with_text_that_is_not_unicode_is_refused_and_nothing_is_stored(
+    service: Service,
+) -> None:
+    a = service.alice
+    for body, where in [
+        ('{"tool":"delete_task","arguments":{"task_id":"x\\ud800"}', "task_id is not valid Unicode"),
+        ('{"tool":"delete_task","arguments":{"task_id":"x\\u0000"}', "task_id holds a NUL"),
+        ('{"tool":"delete_task","note":"\\udfff"', "The text is not valid Unicode"),
+    ]:
+        r = await a.http.post("/api/v1/approval-rules", **_raw(body + f',"expires_at":"{_in(1)}"}}'))
+        assert r.status_code == 422, r.text
+        assert r.headers["content-type"] == "application/problem+json"
+        assert where in r.json()["detail"], r.json()
+    listed = await a.http.get("/api/v1/approval-rules")
+    assert listed.status_code == 200 and listed.json()["rules"] == []
+
+
+async def test_edited_arguments_that_are_not_unicode_are_refused_and_never_reach_the_tool(
+    service: Service,
+) -> None:
+    a = service.alice
+    task = tool_result(await a.chat("add Keep me"), "create_task")
+    r = await a.chat(f"delete {task['id']}")
+    cid = r["pending"][0]["confirmation_id"]
+    edited = '{"task_id":"' + task["id"] + '\\ud800"}'
+    preview = await a.http.post(f"/api/v1/confirmations/{cid}/preview", **_raw(f'{{"arguments":{edited}}}'))
+    assert preview.status_code == 422, preview.text
+    assert "task_id is not valid Unicode: a lone surrogate" in preview.json()["detail"]
+    approve = await a.http.post(
+        f"/api/v1/confirmations/{cid}", **_raw(f'{{"approve":true,"arguments":{edited}}}')
+    )
+    assert approve.status_code == 422, approve.text
+    # nothing decided, nothing run: the confirmation still waits, the task is still there
+    assert [p["confirmation_id"] for p in (await a.http.get("/api/v1/confirmations")).json()["pending"]] == [
+        cid
+    ]
+    assert [t["id"] for t in (await a.http.get("/api/v1/tasks")).json()["tasks"]] == [task["id"]]
+
+
+async def test_a_rule_stored_with_a_lone_surrogate_still_lists_and_can_be_removed(service: Service) -> None:
+    # added through the library (or stored before the HTTP door refused such text)
+    from toolrun.store import ApprovalRule
+
+    rules = service.state.executor.approval_rules
+    a = service.alice
+    rule = await rules.add(
+        ApprovalRule(user_id=a.user_id, tool="delete_task", arguments={"task_id": "x\ud800"})
+    )
+    listed = await a.http.get("/api/v1/approval-rules")
+    assert listed.status_code == 200, listed.text
+    [shown] = listed.json()["rules"]
+    assert (shown["id"], shown["arguments"]) == (rule.id, {"task_id": "x\ufffd"})
+    assert (await a.http.delete(f"/api/v1/approval-rules/{rule.id}")).status_code == 204

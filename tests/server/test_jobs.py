@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,177 @@ async def test_the_jobs_stream_sends_progress_then_the_end_once(
 async def test_without_durable_runs_the_jobs_stream_is_empty(service: Service) -> None:
     response = await service.alice.http.get("/api/v1/jobs/events", params={"until_idle": "true"})
     assert response.status_code == 200 and _sse(response.text) == []
+
+
+@tool(background=True, timeout=60)
+async def list_files(folder: str, *, ctx: ToolContext) -> dict[str, list[str]]:
+    """List the files of a folder."""
+    # a name that is not UTF-8 on disk, as os.listdir gives it: a lone surrogate (surrogateescape)
+    names = ["ok.txt", b"caf\xe9.txt".decode("utf-8", "surrogateescape")]
+    await ctx.report_progress(1, total=2, message=f"read {names[-1]}")
+    await GATE["files"].wait()
+    return {"files": names}
+
+
+@pytest.fixture
+async def files_service(tmp_path: Path) -> AsyncIterator[tuple[Service, ScriptedModel]]:
+    model = ScriptedModel(
+        [ToolCall(id="c1", name="list_files", arguments={"folder": "/srv"}), "Started.", "Here they are."]
+    )
+    settings = sqlite_settings(tmp_path, durable="dbos")
+    async for service in make_service(settings, model=model, extra_tools=[list_files]):
+        yield service, model
+
+
+async def test_a_job_whose_output_is_not_unicode_still_reads_and_its_conversation_goes_on(
+    files_service: tuple[Service, ScriptedModel],
+) -> None:
+    service, model = files_service
+    GATE["files"] = asyncio.Event()
+    alice = service.alice.http
+    first = (await alice.post("/api/v1/chat", json={"message": "list /srv"})).json()
+    said = next(m["content"] for m in first["messages"] if m["role"] == "tool")
+    job_id = re.match(r"Started background job (job_\w+)", said)[1]  # type: ignore[index]
+
+    async def progressed() -> Any:
+        r = await alice.get(f"/api/v1/jobs/{job_id}")
+        assert r.status_code == 200, r.text
+        return r.json() if r.json()["progress"] else None
+
+    assert (await _until(progressed))["progress"]["message"] == "read caf\ufffd.txt"
+    GATE["files"].set()
+
+    async def finished() -> Any:
+        r = await alice.get(f"/api/v1/jobs/{job_id}")
+        assert r.status_code == 200, r.text
+        return r.json() if r.json()["status"] == "completed" else None
+
+    assert (await _until(finished))["result"]["value"] == {"files": ["ok.txt", "caf\ufffd.txt"]}
+    listed = await alice.get("/api/v1/jobs")
+    assert listed.status_code == 200 and listed.json()["jobs"][0]["id"] == job_id
+    second = await alice.post(
+        "/api/v1/chat", json={"message": "and?", "conversation_id": first["conversation_id"]}
+    )
+    assert second.status_code == 200, second.text
+    assert second.json()["output"] == "Here they are."
+    assert "caf\ufffd.txt" in model.requests[-1].messages[-1].content
+
+
+RELEASE: dict[str, threading.Event] = {}
+
+
+@tool(background=True, timeout=60)
+def copy_disk(disk: str) -> str:
+    """Copy a disk, blocking (a plain def: it runs in a worker thread that cannot be stopped)."""
+    RELEASE[disk].wait(30)
+    return f"copied {disk}"
+
+
+@pytest.fixture
+async def blocking(tmp_path: Path) -> AsyncIterator[Service]:
+    calls = [ToolCall(id=f"c{n}", name="copy_disk", arguments={"disk": f"d{n}"}) for n in (1, 2, 3)]
+    model = ScriptedModel([calls[0], "Started.", calls[1], "Tried.", calls[2], "Started again."])
+    settings = sqlite_settings(tmp_path, durable="dbos", max_jobs_per_user=1)
+    async for service in make_service(settings, model=model, extra_tools=[copy_disk]):
+        yield service
+    for event in RELEASE.values():
+        event.set()
+
+
+async def test_a_cancelled_blocking_job_holds_its_place_until_its_thread_has_stopped(
+    blocking: Service,
+) -> None:
+    RELEASE.update(d1=threading.Event(), d2=threading.Event(), d3=threading.Event())
+    alice = blocking.alice.http
+    first = (await alice.post("/api/v1/chat", json={"message": "copy d1"})).json()
+    said = next(m["content"] for m in reversed(first["messages"]) if m["role"] == "tool")
+    job_id = re.match(r"Started background job (job_\w+)", said)[1]  # type: ignore[index]
+    conversation = {"conversation_id": first["conversation_id"]}
+    assert (await alice.delete(f"/api/v1/jobs/{job_id}")).status_code == 202
+    job = (await alice.get(f"/api/v1/jobs/{job_id}")).json()
+    assert job["status"] == "cancelling"  # asked to stop; its thread still runs
+    # the thread still runs: the user's one place is taken
+    refused = (await alice.post("/api/v1/chat", json={"message": "copy d2", **conversation})).json()
+    said = next(m["content"] for m in reversed(refused["messages"]) if m["role"] == "tool")
+    assert "Too many background jobs" in said
+    assert [j["id"] for j in (await alice.get("/api/v1/jobs")).json()["jobs"]] == [job_id]
+    RELEASE["d1"].set()  # the thread returns: only now has the job stopped
+
+    async def ended() -> Any:
+        job = (await alice.get(f"/api/v1/jobs/{job_id}")).json()
+        return job if job["status"] != "cancelling" else None
+
+    job = await _until(ended)
+    assert job["status"] == "cancelled" and job["result"]["error"]["details"] == {"cancelled": True}
+    again = (await alice.post("/api/v1/chat", json={"message": "copy d3", **conversation})).json()
+    said = next(m["content"] for m in reversed(again["messages"]) if m["role"] == "tool")
+    assert said.startswith("Started background job")
+
+
+async def test_a_cancel_that_lands_as_the_job_finishes_leaves_it_finished(
+    durable: tuple[Service, ScriptedModel],
+) -> None:
+    service, _ = durable
+    GATE["21"] = asyncio.Event()
+    alice = service.alice.http
+    jobs = service.app.state.toolrun_jobs
+    job_id = _job_id((await alice.post("/api/v1/chat", json={"message": "crunch 21"})).json())
+    finish = jobs.finish
+
+    async def cancelled_as_it_finishes(job: str, result: Any) -> None:
+        # the user's cancel arrives after the tool returned, before its result is stored
+        assert (await alice.delete(f"/api/v1/jobs/{job}")).status_code == 202
+        await finish(job, result)
+
+    jobs.finish = cancelled_as_it_finishes
+    GATE["21"].set()
+
+    async def ended() -> Any:
+        job = (await alice.get(f"/api/v1/jobs/{job_id}")).json()
+        return job if job["result"] else None
+
+    job = await _until(ended)
+    assert (job["status"], job["result"]["status"]) == ("completed", "ok")
+    assert job["result"]["value"] == {"sum": 42}
+
+
+@tool(background=True, timeout=60)
+async def count_rows(n: int, *, ctx: ToolContext) -> int:
+    """Count rows, reporting each."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n)
+        if i % 100 == 0:
+            await asyncio.sleep(0)
+    return n
+
+
+@pytest.fixture
+async def counting(tmp_path: Path) -> AsyncIterator[Service]:
+    model = ScriptedModel([ToolCall(id="c1", name="count_rows", arguments={"n": 5000}), "Started."])
+    settings = sqlite_settings(tmp_path, durable="dbos")
+    async for service in make_service(settings, model=model, extra_tools=[count_rows]):
+        yield service
+
+
+async def test_job_progress_is_throttled_and_its_last_report_is_kept(counting: Service) -> None:
+    alice = counting.alice.http
+    jobs = counting.app.state.toolrun_jobs
+    writes: list[float] = []
+    progress = jobs.progress
+
+    async def counted(job: str, done: float, total: float | None, message: str | None) -> None:
+        writes.append(done)
+        await progress(job, done, total, message)
+
+    jobs.progress = counted
+    first = (await alice.post("/api/v1/chat", json={"message": "count"})).json()
+    said = next(m["content"] for m in reversed(first["messages"]) if m["role"] == "tool")
+    job_id = re.match(r"Started background job (job_\w+)", said)[1]  # type: ignore[index]
+
+    async def ended() -> Any:
+        job = (await alice.get(f"/api/v1/jobs/{job_id}")).json()
+        return job if job["status"] == "completed" else None
+
+    job = await _until(ended)
+    assert job["progress"]["progress"] == 5000 and writes[-1] == 5000  # the last report is stored
+    assert len(writes) < 100  # not a database write per report

@@ -130,3 +130,33 @@ async def test_stored_content_is_served_by_every_process_and_after_a_restart(
             stranger = await http.get(url, headers={"Authorization": f"Bearer {service.bob.token}"})
     assert got.status_code == 200 and got.content == png(4, 4)
     assert stranger.status_code == 404
+
+
+@tool(read_only=True)
+async def tally(n: int, ctx: ToolContext) -> int:
+    """Counts rows, reporting "i of i so far" (each report looks complete)."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, i, "so far")
+    return n
+
+
+@pytest.fixture
+async def tallying(tmp_path: Path) -> AsyncIterator[Service]:
+    def reply(messages, tools):  # type: ignore[no-untyped-def]
+        if messages[-1].role == "user":
+            return ModelResponse.from_tool_calls(("tally", {"n": 5000}))
+        return ModelResponse.from_text("Counted.")
+
+    async for s in make_service(sqlite_settings(tmp_path), model=FunctionModel(reply), extra_tools=[tally]):
+        yield s
+
+
+async def test_reports_that_look_complete_do_not_flood_sse_or_ag_ui(tallying: Service) -> None:
+    http = tallying.alice.http
+    sse = sse_events((await http.post("/api/v1/chat/stream", json={"message": "count"})).text)
+    progress = [data for name, data in sse if name == "tool_call_progress"]
+    assert 1 <= len(progress) < 200 and progress[-1]["progress"] == 5000  # not 5,000 events; the last kept
+    body = {"threadId": "t1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "count"}]}
+    ag = [data for _, data in sse_events((await http.post("/api/v1/ag-ui", json=body)).text)]
+    custom = [e for e in ag if e["type"] == "CUSTOM" and e["name"] == "tool_call_progress"]
+    assert 1 <= len(custom) < 200

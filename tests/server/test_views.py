@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from toolrun._unicode import clean_json
 from toolrun.models import clean_text
-from toolrun.server._views import _clean, api_arguments
+from toolrun.server._views import api_arguments
 
 TEXTS = [
     '{"title": "Buy milk", "priority": 2, "tags": ["a", "b"], "done": false, "due": null}',
@@ -34,7 +35,7 @@ def _before(raw: str) -> Any:
         value = json.loads(raw)
     except ValueError:
         return clean_text(raw)
-    return value if raw.isascii() and "\\u" not in raw else _clean(value)
+    return value if raw.isascii() and "\\u" not in raw else clean_json(value)
 
 
 def _same(a: Any, b: Any) -> bool:

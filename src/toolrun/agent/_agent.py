@@ -782,6 +782,8 @@ class Agent:
                     yield waiter.result()
                 else:
                     waiter.cancel()
+            for throttle in throttles:  # each call's last report, if it still waited for the rate
+                await throttle.aclose()
             while not progress.empty():  # reported before the calls ended
                 yield progress.get_nowait()
             ran = iter(work.result())

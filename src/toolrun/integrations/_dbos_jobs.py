@@ -15,14 +15,21 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from toolrun._unicode import clean_json, clean_text
 from toolrun.results import ToolResult
 
-__all__ = ["FINAL_STATUSES", "JobLimitError", "JobStore"]
+__all__ = ["ACTIVE_STATUSES", "FINAL_STATUSES", "JobLimitError", "JobStore"]
 
 _T = TypeVar("_T")
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
-"""A job in one of these is over; `running` is the only other status."""
+"""A job in one of these is over."""
+
+ACTIVE_STATUSES = ("running", "cancelling")
+"""A job in one of these still runs code, and counts against its user's `max_running_per_user`:
+`cancelling` is a running job whose user asked it to stop. Only the job's runner ends it, once its tool's
+code has really stopped (a sync tool's thread cannot be stopped: it is waited for), and as it really
+ended: `cancelled`, or as it finished when it finished before the cancel reached it."""
 
 
 class JobLimitError(Exception):
@@ -84,7 +91,7 @@ class JobStore:
             t, now = self.table, time.time()
             running = (
                 sa.select(sa.func.count())
-                .where(t.c.user_id == user_id, t.c.status == "running")
+                .where(t.c.user_id == user_id, t.c.status.in_(ACTIVE_STATUSES))
                 .scalar_subquery()
             )
             values = sa.select(
@@ -130,7 +137,10 @@ class JobStore:
         return str(rows[0]["status"]) if rows else None
 
     async def progress(self, job_id: str, progress: float, total: float | None, message: str | None) -> None:
-        data = json.dumps({"progress": progress, "total": total, "message": message})
+        """Store the tool's latest report (its message cleaned: see `toolrun._unicode`)."""
+        data = json.dumps(
+            {"progress": progress, "total": total, "message": clean_text(message or "") or None}
+        )
         t = self.table
         await self._execute(
             sa.update(t)
@@ -139,26 +149,33 @@ class JobStore:
         )
 
     async def finish(self, job_id: str, result: ToolResult) -> None:
-        """Store the result; the status follows it (a cancelled job stays cancelled)."""
+        """Store the result; the status follows it: `cancelled` for the runner's cancel result of a job
+        whose user asked it to stop, else `completed` or `failed` (a job that finished as the cancel
+        landed stays as it finished)."""
         t = self.table
-        status = "completed" if result.status == "ok" else "failed"
+        status: Any = "completed" if result.status == "ok" else "failed"
+        error = result.error
+        if error is not None and (error.details or {}).get("cancelled") is True:
+            status = sa.case((t.c.status.in_(("cancelling", "cancelled")), "cancelled"), else_=status)
         await self._execute(
             sa.update(t)
             .where(t.c.id == job_id)
             .values(
-                status=sa.case((t.c.status == "cancelled", "cancelled"), else_=status),
-                result=json.dumps(result.to_dict(), default=str),
+                status=status,
+                # tool output: cleaned, so every read of the row can be sent (toolrun._unicode)
+                result=json.dumps(clean_json(result.to_dict()), default=str),
                 updated_at=time.time(),
             )
         )
 
     async def cancel(self, job_id: str, user_id: str) -> dict[str, Any] | None:
-        """Ask the user's running job to stop (its tool is cancelled within a moment); the job, or None."""
+        """Ask the user's running job to stop: it is `cancelling` (and still counts against the user)
+        until its runner has stopped its tool; the job, or None."""
         t = self.table
         await self._execute(
             sa.update(t)
             .where(t.c.id == job_id, t.c.user_id == user_id, t.c.status == "running")
-            .values(status="cancelled", updated_at=time.time())
+            .values(status="cancelling", updated_at=time.time())
         )
         return await self.get(job_id, user_id)
 
@@ -205,14 +222,16 @@ class JobStore:
 
 
 def _view(row: Any) -> dict[str, Any]:
+    """A row as the API shows it (JSON cleaned again: rows written before the cleaning may hold escaped
+    lone surrogates)."""
     return {
         "id": row["id"],
         "tool": row["tool"],
         "status": row["status"],
         "conversation_id": row["conversation_id"],
         "run_id": row["run_id"],
-        "progress": json.loads(row["progress"]) if row["progress"] else None,
-        "result": json.loads(row["result"]) if row["result"] else None,
+        "progress": clean_json(json.loads(row["progress"])) if row["progress"] else None,
+        "result": clean_json(json.loads(row["result"])) if row["result"] else None,
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }

@@ -72,7 +72,8 @@ from toolrun.models import (
 )
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor, _errors
-from toolrun.tools import ToolCall, ToolContext
+from toolrun.runtime._run import worker_threads
+from toolrun.tools import ProgressThrottle, ToolCall, ToolContext
 
 __all__ = [
     "DurableAgent",
@@ -92,6 +93,8 @@ _DECISION = "toolrun.decision"
 """The topic decisions on pending confirmations are sent on."""
 _WAIT_SLICE = 30.0
 """Seconds one `get_event` waits before checking that the workflow still exists."""
+_JOB_PROGRESS_INTERVAL = 0.25
+"""Seconds per stored progress report of a job at the steady rate (a short burst goes at once)."""
 
 _AGENTS: dict[str, DurableAgent] = {}
 _WORKFLOWS: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]] = {}
@@ -783,7 +786,12 @@ def _register_jobs() -> Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str,
 
 async def _run_job(payload: dict[str, Any]) -> dict[str, Any]:
     """One background job: the call as a step (interrupted: run again only if idempotent), its result
-    stored; a cancel in the store stops the tool within a quarter of a second."""
+    stored; a cancel in the store stops the tool within a quarter of a second.
+
+    The job ends in the store only once its tool's code has really stopped: a sync tool's thread cannot
+    be stopped, so after a cancel or a timeout the job waits for it (`cancelling`, or `running`, in the
+    meantime: it keeps its place in its user's `max_running_per_user`). Its progress goes to the store
+    through a `ProgressThrottle` (a database write per report would be one per report)."""
     agent = _AGENTS[payload["agent"]]
     jobs = agent.jobs
     if jobs is None:
@@ -795,21 +803,25 @@ async def _run_job(payload: dict[str, Any]) -> dict[str, Any]:
         with contextlib.suppress(Exception):
             await jobs.progress(job_id, progress, total, message)
 
+    throttle = ProgressThrottle(report, interval=_JOB_PROGRESS_INTERVAL)
     ctx = agent._restore_context(payload["context"]).evolve(
         run_id=payload.get("run_id"),
         deadline=None,  # the run's deadline is not the job's: the tool's own timeout bounds it
         idempotency_key=idempotency_key(job_id, call.id),
-        progress=report,
+        progress=throttle,
     )
 
-    async def run() -> ToolResult:
-        task = asyncio.ensure_future(agent._steps.inner.execute(call, ctx))
+    async def watch(task: asyncio.Future[ToolResult]) -> ToolResult:
+        """The call's result, or the cancel's once the user asked the job to stop."""
         while not task.done():
             await asyncio.wait({task}, timeout=0.25)
-            if not task.done() and await jobs.status(job_id) == "cancelled":
+            if not task.done() and await jobs.status(job_id) in ("cancelling", "cancelled"):
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+                finished = not task.cancelled() and task.exception() is None
+                if finished and not _was_cancelled(task.result()):
+                    return task.result()  # it finished as the cancel landed: it stays as it finished
                 return _errors.fail(
                     call.id,
                     call.name,
@@ -819,6 +831,17 @@ async def _run_job(payload: dict[str, Any]) -> dict[str, Any]:
                 )
         return task.result()
 
+    async def run() -> ToolResult:
+        with worker_threads() as threads:
+            task = asyncio.ensure_future(agent._steps.inner.execute(call, ctx))
+        result = await watch(task)
+        # A cancelled or timed-out sync tool runs on in its thread: the job has not stopped until it has.
+        running = [asyncio.wrap_future(work) for work in threads if not work.done()]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        await throttle.aclose()  # its last report, then nothing more
+        return result
+
     result = await agent._steps._twice(call, run, None)
 
     async def finish() -> bool:
@@ -827,6 +850,11 @@ async def _run_job(payload: dict[str, Any]) -> dict[str, Any]:
 
     await _step(None, "toolrun.job.finish", finish)
     return result.to_dict()
+
+
+def _was_cancelled(result: ToolResult) -> bool:
+    error = result.error
+    return error is not None and (error.details or {}).get("cancelled") is True
 
 
 def _may_start(tool: Any, call: ToolCall, ctx: ToolContext[Any]) -> bool:

@@ -223,7 +223,7 @@ def _wrap(tool: Tool, executor: ToolExecutor, context: ContextSource, interval: 
             try:
                 result = await executor.execute(call, ctx.evolve(progress=throttle))
             finally:
-                throttle.close()  # nothing more once the call ended
+                await throttle.aclose()  # its last report, then nothing more once the call ended
         if result.status == "confirmation_required":
             raise ToolException(f"{result.render()} (confirmation id {result.confirmation_id})")
         if result.status != "ok":

@@ -479,9 +479,10 @@ class _ProgressStream:
         self._throttles.append(throttle)
         return self._ctx.evolve(progress=throttle)
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
+        """The batch is over: each call's last report goes out, then nothing more."""
         for throttle in self._throttles:
-            throttle.close()
+            await throttle.aclose()
 
 
 class _Node(Runnable[Any, dict[str, Any]]):
@@ -515,7 +516,7 @@ class _Node(Runnable[Any, dict[str, Any]]):
             )
         finally:
             if stream is not None:
-                stream.close()
+                await stream.aclose()
 
     async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         return await self._arun(state, config)

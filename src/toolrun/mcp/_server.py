@@ -294,7 +294,7 @@ class _Handlers:
                 ToolCall(id=call_id, name=name, arguments=params.arguments), context
             )
         finally:
-            _end_progress(context)
+            await _end_progress(context)
         if result.status == "confirmation_required" and result.confirmation_id is not None:
             return await self._confirm(ctx, tool, params, context, result)
         return _render(result, tool, ctx.protocol_version)
@@ -334,7 +334,7 @@ class _Handlers:
         try:
             result = await self.executor.execute(call, context)
         finally:
-            _end_progress(context)
+            await _end_progress(context)
         if result.status == "confirmation_required" and result.confirmation_id is not None:
             typed = types.CallToolRequestParams.model_validate(params, by_name=False)
             asked = await self._confirm(ctx, tool, typed, context, result)
@@ -675,9 +675,10 @@ def _valid(tool: Tool, arguments: Any) -> bool:
     return True
 
 
-def _end_progress(context: ToolContext[Any]) -> None:
+async def _end_progress(context: ToolContext[Any]) -> None:
+    """The call ended: its last report goes out (before the result), then nothing more."""
     if isinstance(context.progress, ProgressThrottle):
-        context.progress.close()
+        await context.progress.aclose()
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any], modern: bool) -> bool:

@@ -27,13 +27,13 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from toolrun._unicode import clean_json, clean_text
 from toolrun.models._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
     ToolResultMessage,
     UserMessage,
-    clean_text,
 )
 from toolrun.tools import ToolCall
 
@@ -299,16 +299,6 @@ def history_problems(messages: Sequence[Message], *, open_tail: bool = False) ->
     return problems
 
 
-def _clean_json(value: Any) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, Mapping):
-        return {clean_text(str(k)): _clean_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean_json(v) for v in value]
-    return value
-
-
 def _repaired_arguments(arguments: Any) -> Any:
     problem = arguments_problem(arguments)
     if problem is None:
@@ -319,9 +309,9 @@ def _repaired_arguments(arguments: Any) -> Any:
                 decoded = json.loads(arguments)
             except (ValueError, RecursionError):
                 return clean_text(arguments)
-            return json.dumps(_clean_json(decoded), ensure_ascii=False)
+            return json.dumps(clean_json(decoded), ensure_ascii=False)
     elif isinstance(arguments, Mapping) and not json_depth_over(arguments, MAX_ARGUMENT_DEPTH):
-        cleaned = _clean_json(arguments)
+        cleaned = clean_json(arguments)
         if arguments_problem(cleaned) is None:
             return cleaned
     return removed_arguments(f"the arguments {problem}")

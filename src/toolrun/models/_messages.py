@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
+from toolrun._unicode import clean_text
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.tools import Tool, ToolCall
 
@@ -61,32 +62,6 @@ _FINISH_REASONS: frozenset[str] = frozenset(FinishReason.__args__)  # type: igno
 ToolChoice: TypeAlias = str
 """`"auto"` (the model decides), `"none"` (no tool), `"required"` (some tool); any other string names the
 one tool the model must call (its registered name)."""
-
-
-def clean_text(text: str) -> str:
-    """`text` as valid Unicode without NUL: surrogate pairs joined, lone surrogates and NUL → U+FFFD.
-
-    Costs one `isascii()` for ASCII text and one `encode` otherwise. See `toolrun.models.history_problems`.
-    """
-    if text.isascii():
-        return text.replace("\x00", "\ufffd") if "\x00" in text else text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # UTF-16 round trip: a high+low pair becomes its character, a lone half becomes U+FFFD.
-        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
-def clean_json(value: Any) -> Any:
-    """Plain JSON data with `clean_text` applied to every string, keys included (other values as they are)."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, Mapping):
-        return {clean_text(str(k)): clean_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean_json(v) for v in value]
-    return value
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from toolrun._unicode import clean_json
 from toolrun.models._base import RetryPolicy
 from toolrun.models._client import _SDKClientModel
 from toolrun.models._errors import ProviderResponseError
@@ -43,7 +44,6 @@ from toolrun.models._messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    clean_json,
 )
 from toolrun.models._stream import StreamAssembler
 from toolrun.tools import ToolCall

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from toolrun._unicode import json_problem
 from toolrun.content import MAX_ITEM_BYTES, MAX_ITEMS, Content
 from toolrun.exceptions import ArgumentsError
 from toolrun.registry import ToolSet
@@ -379,6 +380,15 @@ class ToolExecutor:
         tool = self.registry.find(found.tool_name)
         if tool is None:
             return _errors.not_found(call_id, found.tool_name, [])
+        problem = json_problem(arguments)
+        if problem is not None:  # a person's text must be valid Unicode: refused, never run
+            return _errors.fail(
+                call_id,
+                tool.name,
+                ErrorCode.INVALID_ARGUMENTS,
+                f"The edited arguments cannot be taken: {problem}.",
+                recover_action="Fix the text of that argument and try again.",
+            )
         try:
             validated = tool.validate(dict(arguments) if isinstance(arguments, Mapping) else arguments)
         except ArgumentsError as exc:

@@ -49,13 +49,15 @@ connects) never count; neither does the caller's cancellation alone (see `_Resum
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import contextvars
 import copy
 import inspect
 import random
 import time
 import types
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -73,13 +75,33 @@ from toolrun.tools import Tool, ToolBudget, ToolContext
 if TYPE_CHECKING:
     from toolrun.runtime._executor import ToolExecutor
 
-__all__ = ["RunStage", "commit"]
+__all__ = ["RunStage", "commit", "worker_threads"]
 
 _Coroutine = types.CoroutineType
 _monotonic = time.monotonic
 _time = time.time
 _current_task = asyncio.current_task
 _NO_SNAPSHOT: Any = object()
+_THREADS: contextvars.ContextVar[set[concurrent.futures.Future[Any]] | None] = contextvars.ContextVar(
+    "toolrun_worker_threads", default=None
+)
+
+
+@contextlib.contextmanager
+def worker_threads() -> Iterator[set[concurrent.futures.Future[Any]]]:
+    """A set that collects the worker-thread work of the sync handlers that calls started from inside
+    the block (and from tasks created there, which copy the context) run. A thread cannot be stopped: a
+    call that timed out or was cancelled has returned while its handler may still run. Whoever must know
+    when the tool's code has really stopped (a background job holding its user's place) waits for these.
+    """
+    threads: set[concurrent.futures.Future[Any]] = set()
+    token = _THREADS.set(threads)
+    try:
+        yield threads
+    finally:
+        _THREADS.reset(token)
+
+
 _CONTENT_ITEMS = frozenset(CONTENT_TYPES)
 _CONTENT_RETURNS = frozenset((*CONTENT_TYPES, ToolOutput))
 
@@ -464,6 +486,9 @@ class RunStage:
         limit, by_deadline = self._limit(deadline)
         run = contextvars.copy_context().run
         work = self._executor.thread_pool.submit(run, self.tool.invoke, inv.arguments, context)
+        tracked = _THREADS.get()
+        if tracked is not None:
+            tracked.add(work)
         future = asyncio.wrap_future(work)
         if limit is None:
             value = await future

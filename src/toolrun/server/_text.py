@@ -3,10 +3,13 @@ AI SDK, the service itself): some text, not too long, valid Unicode, no NUL.
 
 NUL cannot be stored in a PostgreSQL text column, and a lone surrogate (a JSON `"\\ud83d"` escape with no
 pair) cannot be encoded as UTF-8 at all: either would fail the turn after it was accepted. Refusing them
-up front gives the client a clear 422 (or its protocol's error event) instead.
+up front gives the client a clear 422 (or its protocol's error event) instead (the rule for every
+client door: `toolrun._unicode`).
 """
 
 from __future__ import annotations
+
+from toolrun._unicode import text_problem
 
 __all__ = ["MAX_MESSAGE_CHARS", "message_problem"]
 
@@ -19,14 +22,5 @@ def message_problem(text: str) -> str | None:
         return "The message is empty."
     if len(text) > MAX_MESSAGE_CHARS:
         return f"The message is longer than {MAX_MESSAGE_CHARS} characters."
-    if "\x00" in text:
-        return "The message holds a NUL character (U+0000); remove it."
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return (
-                f"The message is not valid Unicode: a lone surrogate at character {exc.start} "
-                "(a \\uD800-\\uDFFF escape without its pair)."
-            )
-    return None
+    problem = text_problem(text)
+    return None if problem is None else f"The message {problem}."

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from toolrun.models import clean_text
+from toolrun._unicode import clean_json, clean_text
 from toolrun.models._history import MAX_ARGUMENT_DEPTH, json_depth_over, text_depth_over
 from toolrun.store import PendingConfirmation as StoredConfirmation
 
@@ -44,23 +44,12 @@ def api_arguments(raw: Any) -> Any:
                 value = json.loads(raw)
             except ValueError:
                 return clean_text(raw)
-        return value if raw.isascii() and "\\u" not in raw else _clean(value)
+        return value if raw.isascii() and "\\u" not in raw else clean_json(value)
     if isinstance(raw, Mapping):
         if json_depth_over(raw, MAX_ARGUMENT_DEPTH):
             return clean_text(json.dumps(raw, default=str)[:10_000])
-        return _clean(dict(raw))
+        return clean_json(raw)
     return {} if raw is None else raw
-
-
-def _clean(value: Any) -> Any:
-    """Decoded JSON with clean strings (keys too)."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
 
 
 def pending_item(

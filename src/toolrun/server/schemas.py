@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from pydantic_core import PydanticCustomError
 
+from toolrun._unicode import json_problem, text_problem
 from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem
 
 __all__ = [
@@ -25,6 +27,26 @@ def _valid_message(text: str) -> str:
     if problem is not None:
         raise ValueError(problem)
     return text
+
+
+def _valid_text(text: str | None) -> str | None:
+    problem = None if text is None else text_problem(text)
+    if problem is not None:
+        raise PydanticCustomError("invalid_unicode", "The text {problem}.", {"problem": problem})
+    return text
+
+
+def _valid_json(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    problem = None if value is None else json_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("invalid_unicode", "{problem}.", {"problem": problem})
+    return value
+
+
+ClientText = Annotated[str, AfterValidator(_valid_text)]
+"""A client's text: valid Unicode, no NUL (see `toolrun._unicode`; 422 naming the field otherwise)."""
+ClientArguments = Annotated[dict[str, Any], AfterValidator(_valid_json)]
+"""A client's JSON object, every string (keys too) valid Unicode without NUL (422 naming the path)."""
 
 
 class ChatRequest(BaseModel):
@@ -53,12 +75,12 @@ class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     approve: StrictBool = Field(description="true runs the held call (once); false declines it.")
-    arguments: dict[str, Any] | None = Field(
+    arguments: ClientArguments | None = Field(
         default=None,
         description="Approving only: the person's edited arguments (all of them). Validated and previewed "
         "again; the approval is bound to them and the model is told what changed.",
     )
-    reason: str | None = Field(
+    reason: ClientText | None = Field(
         default=None,
         max_length=2000,
         description="Declining only: why, in the person's words, for the model.",
@@ -70,7 +92,7 @@ class EditRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    arguments: dict[str, Any] = Field(
+    arguments: ClientArguments = Field(
         description="The call's arguments, all of them, as the person edited them."
     )
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import math
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
+
+if TYPE_CHECKING:
+    import asyncio  # imported where used: a bare `import toolrun` stays light
 
 __all__ = ["PartialReporter", "ProgressReporter", "ProgressThrottle", "ToolBudget", "ToolCall", "ToolContext"]
 
@@ -24,10 +27,16 @@ DepsT = TypeVar("DepsT", default=Any)
 
 
 class ProgressThrottle:
-    """A `ProgressReporter` that forwards at most one report per `interval` seconds (a tool reporting
-    10,000 times a second does not flood a client), always forwards the final one (`progress >= total`),
-    and forwards nothing once `close()`d: the transport closes it when the call ends, so a tool still
-    running after its timeout or cancellation reports to nobody.
+    """A `ProgressReporter` that passes reports on at a bounded rate, losing none while a tool reports
+    under it: a burst of `burst` reports goes on at once, then one per `interval` seconds (a token
+    bucket). A report that comes too soon waits and goes on as soon as the rate allows; a newer one that
+    comes meanwhile replaces it (only then is a report dropped: the tool reports faster than the rate).
+    So the first report always goes on at once, and the last one always goes on too: when the rate
+    allows, or at the latest when the call ends and the transport calls `aclose()`. A report is never
+    final because of its numbers ("n of n so far" is not the end): the call's end is.
+
+    Once closed it forwards nothing: the transport closes it when the call ends, so a tool still running
+    after its timeout or cancellation reports to nobody.
 
     An async generator tool's partial results come through `report_partial`, which passes the same gate:
     to `partial` when given (a transport that can show a result while it grows, like the AI SDK's
@@ -35,36 +44,118 @@ class ProgressThrottle:
 
     Args:
         forward: Where reports that pass go.
-        interval: Least seconds between two forwarded reports (the final report excepted).
+        interval: Seconds per report at the steady rate (0: no throttling).
         partial: Where partial results that pass go, with the value as JSON data.
+        burst: Reports that may go on at once before the rate applies (at least 1).
     """
 
-    __slots__ = ("_forward", "_last", "_partial", "closed", "dropped", "interval")
+    __slots__ = (
+        "_forward",
+        "_held",
+        "_lock",
+        "_partial",
+        "_refilled",
+        "_sending",
+        "_timer",
+        "_tokens",
+        "burst",
+        "closed",
+        "dropped",
+        "interval",
+    )
 
     def __init__(
-        self, forward: ProgressReporter, *, interval: float = 0.1, partial: PartialReporter | None = None
+        self,
+        forward: ProgressReporter,
+        *,
+        interval: float = 0.1,
+        partial: PartialReporter | None = None,
+        burst: int = 5,
     ) -> None:
+        if burst < 1:
+            raise ValueError("burst must be at least 1.")
         self._forward = forward
         self._partial = partial
         self.interval = interval
-        self._last = -math.inf
+        self.burst = burst
+        self._tokens = float(burst)
+        self._refilled = time.monotonic()
+        self._held: Callable[[], Awaitable[None]] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+        self._lock: asyncio.Lock | None = None  # reports go on in the order they were made
         self.closed = False
         self.dropped = 0
-        """Reports not forwarded (too soon after the last one, or after `close`)."""
+        """Reports not forwarded (replaced by a newer one while waiting, or made after `close`)."""
 
-    def _passes(self, final: bool) -> bool:
-        """The gate: open, and the final report or `interval` since the last one that passed."""
-        if not self.closed:
-            now = time.monotonic()
-            if final or now - self._last >= self.interval:
-                self._last = now
-                return True
-        self.dropped += 1
+    def _take(self) -> bool:
+        """One report's worth of rate, if there is one now."""
+        if self.interval <= 0:
+            return True
+        now = time.monotonic()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._refilled) / self.interval)
+        self._refilled = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
         return False
 
+    async def _send(self, send: Callable[[], Awaitable[None]]) -> None:
+        if self._lock is None:
+            import asyncio
+
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await send()
+
+    async def _offer(self, send: Callable[[], Awaitable[None]]) -> None:
+        if self.closed:
+            self.dropped += 1
+            return
+        if self._held is not None and self._take():  # the waiting one first: its time has come
+            held, self._held = self._held, None
+            await self._send(held)
+        if self._held is None and self._take():
+            await self._send(send)
+            return
+        if self._held is not None:
+            self.dropped += 1  # replaced by this newer report
+        self._held = send
+        self._arm()
+
+    def _arm(self) -> None:
+        """Send the waiting report once the rate allows (even if the tool says nothing more)."""
+        if self._timer is not None:
+            return
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop here: it goes on with the next report, or at the end
+            return
+        self._timer = loop.call_later(max(0.0, (1 - self._tokens) * self.interval), self._release)
+
+    def _release(self) -> None:
+        self._timer = None
+        if self._held is None or self.closed:
+            return
+        if not self._take():
+            self._arm()
+            return
+        held, self._held = self._held, None
+        import asyncio
+
+        task = asyncio.get_running_loop().create_task(self._quietly(held))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _quietly(self, send: Callable[[], Awaitable[None]]) -> None:
+        with contextlib.suppress(Exception):  # progress is advisory (see `ToolContext.report_progress`)
+            await self._send(send)
+
     async def __call__(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        if self._passes(total is not None and progress >= total):
-            await self._forward(progress, total, message)
+        forward = self._forward
+        await self._offer(lambda: forward(progress, total, message))
 
     @property
     def takes_partials(self) -> bool:
@@ -73,16 +164,35 @@ class ProgressThrottle:
 
     async def report_partial(self, progress: float, message: str | None, value: Any) -> None:
         """A partial result (`value`: JSON data or None, `message`: its text), gated like a report."""
-        if not self._passes(False):
-            return
-        if self._partial is not None:
-            await self._partial(progress, message, value)
+        partial, forward = self._partial, self._forward
+        if partial is not None:
+            await self._offer(lambda: partial(progress, message, value))
         else:
-            await self._forward(progress, None, message)
+            await self._offer(lambda: forward(progress, None, message))
+
+    async def aclose(self) -> None:
+        """The call ended: send the report still waiting (the last one the tool made), then forward
+        nothing more."""
+        if self.closed:
+            return
+        held, self._held = self._held, None
+        self.close()
+        if self._sending:
+            import asyncio
+
+            await asyncio.gather(*self._sending, return_exceptions=True)
+        if held is not None:
+            await self._quietly(held)
 
     def close(self) -> None:
-        """Forward nothing more."""
+        """Forward nothing more (a report still waiting is dropped: `aclose` sends it)."""
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._held is not None:
+            self._held = None
+            self.dropped += 1
 
 
 @dataclass(kw_only=True, slots=True)

@@ -14,9 +14,11 @@ from typing import Any, Literal
 from fastapi import APIRouter, Path, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolrun._unicode import clean_json, clean_text
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError, not_found
 from toolrun.server._views import iso_time
 from toolrun.server.deps import CurrentUser, State
+from toolrun.server.schemas import ClientArguments, ClientText
 from toolrun.store import ApprovalRule
 
 router = APIRouter(prefix="/api/v1", tags=["approval rules"], responses=PROBLEM_RESPONSES)
@@ -32,12 +34,14 @@ class RuleRequest(BaseModel):
 
     tool: str = Field(min_length=1, max_length=128, description="The tool's registered name.")
     decision: Literal["allow", "deny"] = Field(default="allow", description="Run without asking, or refuse.")
-    arguments: dict[str, Any] | None = Field(
+    arguments: ClientArguments | None = Field(
         default=None,
         description="Only calls whose arguments equal these values (each a named argument of the tool).",
     )
     expires_at: datetime = Field(description=f"ISO 8601; in the future, at most {MAX_DAYS} days away.")
-    note: str | None = Field(default=None, max_length=200, description="What the rule is for, for lists.")
+    note: ClientText | None = Field(
+        default=None, max_length=200, description="What the rule is for, for lists."
+    )
 
 
 class RuleView(BaseModel):
@@ -56,15 +60,17 @@ class RuleList(BaseModel):
 
 
 def _view(rule: ApprovalRule, now: float) -> dict[str, Any]:
+    # Cleaned for the answer: a rule added through the library (or stored before this door refused such
+    # text) may hold a lone surrogate; it still lists, so it can be removed.
     return {
         "id": rule.id,
-        "tool": rule.tool,
+        "tool": clean_text(rule.tool),
         "decision": rule.decision,
-        "arguments": dict(rule.arguments) if rule.arguments is not None else None,
+        "arguments": clean_json(rule.arguments) if rule.arguments is not None else None,
         "expires_at": iso_time(rule.expires_at) if rule.expires_at is not None else None,
         "created_at": iso_time(rule.created_at),
         "expired": rule.expired(now),
-        "note": rule.note,
+        "note": clean_text(rule.note) if rule.note is not None else None,
     }
 
 

@@ -107,8 +107,9 @@ async def get_job(request: Request, user: CurrentUser, job_id: str = JobId) -> d
 
 @router.delete("/jobs/{job_id}", status_code=202, response_class=Response)
 async def cancel_job(request: Request, user: CurrentUser, job_id: str = JobId) -> Response:
-    """Cancel one of the user's running jobs (its tool stops within a moment); a finished job stays as
-    it is. 202 either way for the user's own job."""
+    """Cancel one of the user's running jobs: it is `cancelling` until its tool has stopped (an async
+    tool within a moment, a blocking one when its thread returns), and keeps its place in the user's
+    job limit until then. A finished job stays as it finished. 202 either way for the user's own job."""
     jobs = _jobs(request)
     job = None if jobs is None else await jobs.cancel(job_id, user.user_id)
     if job is None:

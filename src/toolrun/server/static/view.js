@@ -236,6 +236,12 @@ export function jobCard(jobId, tool, cancel) {
         words.textContent = progress.message ? `${progress.message} (${share})` : share;
       }
       if (job.status === "running") return;
+      if (job.status === "cancelling") {
+        // asked to stop; still running until its tool's code has stopped (a blocking tool: its thread)
+        stop.disabled = true;
+        status.textContent = JOB_WORDS.cancelling;
+        return;
+      }
       card.dataset.status = job.status;
       status.dataset.status = job.status === "completed" ? "ok" : "error";
       status.textContent = JOB_WORDS[job.status] || job.status;
