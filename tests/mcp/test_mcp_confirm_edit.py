@@ -319,3 +319,70 @@ async def test_an_edit_written_otherwise_the_second_time_runs_as_shown(archiver:
     assert not result.is_error, text(result)
     assert len(callback.asked) == 2
     assert archiver.archived == [("t1", 3, [])]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Only what was last previewed runs (2026-07-28: the state carries the previewed edit)
+
+
+@both
+async def test_an_approval_leaving_out_the_edited_field_runs_the_edit_shown_not_the_held_call(
+    archiver: Archiver, mode: str
+) -> None:
+    """The form requires only `approve`: an answer without the argument fields approves what the person
+    was last shown (the edit), never the call as first held."""
+    callback = person({"approve": True, FIELD_PREFIX + "task_id": "t2"}, {"approve": True})
+    async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("archive_task", {"task_id": "t1"})
+    assert not result.is_error, text(result)
+    assert "Archive 'Buy milk' for 7 days" in callback.asked[1].message
+    assert archiver.archived == [("t2", 7, [])]
+
+
+async def test_the_edit_shown_then_an_answer_without_fields_runs_the_edit_by_hand(archiver: Archiver) -> None:
+    async with Client(archiver.server(), elicitation_callback=person()) as client:
+        first = await call(client)
+        shown = await call(client, first.request_state, {"approve": True, FIELD_PREFIX + "task_id": "t2"})
+        assert isinstance(shown, types.InputRequiredResult)
+        form = shown.input_requests["toolrun_confirm"].params  # type: ignore[index, union-attr]
+        assert "Archive 'Buy milk'" in form.message
+        ran = await call(client, shown.request_state, {"approve": True})
+    assert isinstance(ran, types.CallToolResult) and not ran.is_error, text(ran)
+    assert archiver.archived == [("t2", 7, [])]  # what was shown; t1 was never approved as shown last
+
+
+@both
+async def test_changing_back_to_the_held_arguments_is_shown_again_before_it_runs(
+    archiver: Archiver, mode: str
+) -> None:
+    """The person edits t1 → t2, is shown t2, then answers with t1 again: t1 is not what was last shown,
+    so it is previewed and asked once more; only that approval runs it."""
+    callback = person(
+        {"approve": True, FIELD_PREFIX + "task_id": "t2"},
+        {"approve": True, FIELD_PREFIX + "task_id": "t1"},
+        {"approve": True},
+    )
+    async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("archive_task", {"task_id": "t1"})
+    assert not result.is_error, text(result)
+    assert len(callback.asked) == 3
+    third = callback.asked[2]
+    assert third.message.endswith("Allow this action? Archive 'Renew passport' for 7 days")
+    assert fields(third)["task_id"]["default"] == "t1"
+    assert archiver.archived == [("t1", 7, [])]
+
+
+async def test_the_held_arguments_after_an_edit_are_not_run_at_once_by_hand(archiver: Archiver) -> None:
+    async with Client(archiver.server(), elicitation_callback=person()) as client:
+        first = await call(client)
+        shown = await call(client, first.request_state, {"approve": True, FIELD_PREFIX + "task_id": "t2"})
+        back = await call(client, shown.request_state, {"approve": True, FIELD_PREFIX + "task_id": "t1"})
+        assert isinstance(back, types.InputRequiredResult)  # asked again, nothing ran
+        assert archiver.archived == []
+        form = back.input_requests["toolrun_confirm"].params  # type: ignore[index, union-attr]
+        assert form.message.endswith("Allow this action? Archive 'Renew passport' for 7 days")
+        # The t2 state replayed with its own edit cannot run anything either: the confirmation is pending,
+        # and an approval of t2 there runs t2 (what that state showed), once.
+        ran = await call(client, back.request_state, {"approve": True})
+    assert isinstance(ran, types.CallToolResult) and not ran.is_error, text(ran)
+    assert archiver.archived == [("t1", 7, [])]
