@@ -112,8 +112,8 @@ async def test_an_edit_is_previewed_again_then_runs_once_with_the_new_arguments(
     archiver: Archiver, mode: str
 ) -> None:
     callback = person(
-        {"approve": True, "arg.task_id": "t2", "arg.days": 3},  # changed: shown again first
-        {"approve": True, "arg.task_id": "t2", "arg.days": 3},  # approves what it was shown
+        {"approve": True, "arg_task_id": "t2", "arg_days": 3},  # changed: shown again first
+        {"approve": True, "arg_task_id": "t2", "arg_days": 3},  # approves what it was shown
     )
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1", "labels": ["x"]})
@@ -138,7 +138,7 @@ async def test_an_edit_the_tool_refuses_asks_again_and_the_call_stays_held(
     archiver: Archiver, mode: str
 ) -> None:
     callback = person(
-        {"approve": True, "arg.days": 99},  # over the tool's maximum
+        {"approve": True, "arg_days": 99},  # over the tool's maximum
         {"approve": True},  # then approves the call as held
     )
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
@@ -154,7 +154,7 @@ async def test_an_edit_the_tool_refuses_asks_again_and_the_call_stays_held(
 
 @both
 async def test_an_invalid_edit_then_a_refusal_runs_nothing(archiver: Archiver, mode: str) -> None:
-    callback = person({"approve": True, "arg.days": "soon"}, {"approve": False, "reason": "never mind"})
+    callback = person({"approve": True, "arg_days": "soon"}, {"approve": False, "reason": "never mind"})
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert result.is_error and "never mind" in text(result)
@@ -163,7 +163,7 @@ async def test_an_invalid_edit_then_a_refusal_runs_nothing(archiver: Archiver, m
 
 
 @both
-@pytest.mark.parametrize("content", [{"arg.labels": ["y"]}, {"arg.user_id": "u2"}, {"task_id": "t2"}])
+@pytest.mark.parametrize("content", [{"arg_labels": ["y"]}, {"arg_user_id": "u2"}, {"task_id": "t2"}])
 async def test_an_answer_changing_what_the_form_did_not_offer_runs_nothing(
     archiver: Archiver, mode: str, content: dict[str, Any]
 ) -> None:
@@ -181,7 +181,7 @@ async def test_an_answer_changing_what_the_form_did_not_offer_runs_nothing(
 
 @both
 async def test_edits_without_end_are_withdrawn(archiver: Archiver, mode: str) -> None:
-    callback = person(*({"approve": True, "arg.days": d} for d in range(2, 12)))
+    callback = person(*({"approve": True, "arg_days": d} for d in range(2, 12)))
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert result.is_error and "withdrawn" in text(result)
@@ -210,7 +210,7 @@ async def call(client: Client, state: str | None = None, content: dict[str, Any]
 
 
 async def test_a_replayed_edit_runs_once(archiver: Archiver) -> None:
-    edit = {"approve": True, "arg.days": 3}
+    edit = {"approve": True, "arg_days": 3}
     async with Client(archiver.server(), elicitation_callback=person()) as client:
         first = await call(client)
         shown = await call(client, first.request_state, edit)
@@ -231,14 +231,14 @@ async def test_a_shown_edit_changed_afterwards_is_shown_again_not_run(archiver: 
     answer after the person saw the preview) lead to another preview."""
     async with Client(archiver.server(), elicitation_callback=person()) as client:
         first = await call(client)
-        shown = await call(client, first.request_state, {"approve": True, "arg.days": 3})
-        other = await call(client, shown.request_state, {"approve": True, "arg.days": 30})
+        shown = await call(client, first.request_state, {"approve": True, "arg_days": 3})
+        other = await call(client, shown.request_state, {"approve": True, "arg_days": 30})
         assert isinstance(other, types.InputRequiredResult)
         form = other.input_requests["toolrun_confirm"].params  # type: ignore[index, union-attr]
         assert "for 30 days" in form.message
         assert archiver.archived == []
         # The first round's state with an edit: also only a preview (it carries no edit of its own).
-        fresh = await call(client, first.request_state, {"approve": True, "arg.days": 3})
+        fresh = await call(client, first.request_state, {"approve": True, "arg_days": 3})
         assert isinstance(fresh, types.InputRequiredResult)
     assert archiver.archived == []
     assert len(await pending(archiver)) == 1
@@ -274,14 +274,14 @@ async def test_the_service_edits_a_delete_over_http(tmp_path: Any, mode: str) ->
             first = (await client.call_tool("create_task", {"title": "Renew passport"})).structured_content
             second = (await client.call_tool("create_task", {"title": "Buy milk"})).structured_content
         assert first and second and theirs
-        edit = {"approve": True, "arg.task_id": second["id"]}
+        edit = {"approve": True, "arg_task_id": second["id"]}
         callback = person(edit, edit)
         async with Client(
             http_transport(f"{base}/mcp", ada), mode=mode, elicitation_callback=callback
         ) as client:
             deleted = await client.call_tool("delete_task", {"task_id": first["id"]})
             left = await client.call_tool("query_tasks", {})
-        stolen = {"approve": True, "arg.task_id": theirs["id"]}
+        stolen = {"approve": True, "arg_task_id": theirs["id"]}
         grab = person(stolen, stolen)
         async with Client(http_transport(f"{base}/mcp", ada), mode=mode, elicitation_callback=grab) as client:
             refused = await client.call_tool("delete_task", {"task_id": first["id"]})
@@ -302,7 +302,7 @@ async def test_the_service_edits_a_delete_over_http(tmp_path: Any, mode: str) ->
 async def test_the_held_value_written_otherwise_is_no_edit(archiver: Archiver, mode: str) -> None:
     """A form that sends 7.0 for the integer 7 changes nothing once validated: approved as held, asked
     once, never looping. ("7", a string, is the tool's to refuse: asked again with its error.)"""
-    callback = person({"approve": True, "arg.days": 7.0})
+    callback = person({"approve": True, "arg_days": 7.0})
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert not result.is_error, text(result)
@@ -313,7 +313,7 @@ async def test_the_held_value_written_otherwise_is_no_edit(archiver: Archiver, m
 
 @both
 async def test_an_edit_written_otherwise_the_second_time_runs_as_shown(archiver: Archiver, mode: str) -> None:
-    callback = person({"approve": True, "arg.days": 3}, {"approve": True, "arg.days": 3.0})
+    callback = person({"approve": True, "arg_days": 3}, {"approve": True, "arg_days": 3.0})
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert not result.is_error, text(result)

@@ -141,8 +141,10 @@ class Sealer:
         return not self._clock() < float(claims["e"])
 
 
-FIELD_PREFIX = "arg."
-"""Form fields for arguments are named `arg.<name>` (an argument may be called "approve" or "reason")."""
+FIELD_PREFIX = "arg_"
+"""Form fields for arguments are named `arg_<name>` (an argument may be called "approve" or "reason"). No
+dots: clients that turn the form into a typed object (FastMCP, pydantic-ai) need identifiers, and send the
+object's field names back."""
 MAX_ROUNDS = 4
 """How many times one confirmation asks the person (each edit asks again): then it is withdrawn."""
 _MAX_FIELDS = 20
@@ -153,7 +155,9 @@ _FORMATS = frozenset({"email", "uri", "date", "date-time"})
 def editable_fields(tool: Tool, current: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The arguments of `tool` a form can carry, name -> the field's schema (MCP forms hold flat
     primitives only: a string, a number, an integer, a boolean or a string enum), each filled with its
-    value in `current`. Other arguments (objects, arrays, anything else) are not editable here."""
+    value in `current`. Other arguments (objects, arrays, anything else) are not editable here, nor is an
+    argument without a value of the field's type: every field of the form has a default, so a typed
+    client that sends its whole object back sends values of the field's type (never `null`)."""
     schema = tool.parameters
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     if not isinstance(props, Mapping):
@@ -169,7 +173,7 @@ def editable_fields(tool: Tool, current: Mapping[str, Any]) -> dict[str, dict[st
         value = current.get(name)
         if value is not None and _fits(field, value):
             field["default"] = value
-        fields[name] = field
+            fields[name] = field
     return fields
 
 
@@ -224,7 +228,8 @@ def confirmation_form(
     """The question put to the person: what would run (the tool's preview, from the server's records,
     when it has one), a yes/no field, an optional reason for a refusal (the model receives it), and one
     field per editable argument (`editable_fields`, named `FIELD_PREFIX` + the argument's name); `note`
-    comes first (what the person changed, or why their change was refused)."""
+    comes first (what the person changed, or why their change was refused). Only `approve` is required;
+    every other field has a default (a typed client sends its whole object back)."""
     properties: dict[str, Any] = {
         "approve": {
             "type": "boolean",
@@ -237,6 +242,7 @@ def confirmation_form(
             "title": "Reason",
             "description": "If you refuse: why (the assistant is told).",
             "maxLength": _MAX_TEXT,
+            "default": "",
         },
     }
     for name, field in (fields or {}).items():
@@ -329,14 +335,13 @@ async def converse(
 
 
 def filled(fields: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The fields with `values` as their defaults (the edited values in a later round)."""
+    """The fields with `values` as their defaults (the edited values in a later round); a field without a
+    value of its type is left out (see `editable_fields`)."""
     out = {}
     for name, field in fields.items():
-        filled = {k: v for k, v in field.items() if k != "default"}
         value = values.get(name)
         if value is not None and _fits(field, value):
-            filled["default"] = value
-        out[name] = filled
+            out[name] = {**field, "default": value}
     return out
 
 
