@@ -81,9 +81,10 @@ async def make_preview(
     The preview gets a read-only copy of the arguments and the call's context, and `PREVIEW_TIMEOUT`
     seconds (a sync preview runs in the executor's worker threads). An async preview is abandoned as a
     tool is: one that catches its cancellation and goes on gets the executor's `cancel_grace`, then is
-    closed, so no preview holds the call (and the request waiting on it) much past its time. When it raises, times out or returns
-    something other than text, the person gets `summary` under a line saying so; the error is logged with
-    an error id, never its message unless the executor logs exception messages.
+    closed, so no preview holds the call (and the request waiting on it) much past its time. When it
+    raises, times out or returns something other than text, the person gets `summary` under a line
+    saying so; the error is logged with an error id, never its message unless the executor logs
+    exception messages.
     """
     fn = preview_function(tool)
     if fn is None:
