@@ -190,13 +190,17 @@ def task_registry() -> Any:
 
     Settings come from the environment (`TOOLRUN_DATABASE_URL`, `TOOLRUN_GITHUB_API`, ...); run
     `toolrun db upgrade` first. Each call acts for the MCP principal (`--user`): its own tasks only.
+    A database that is missing or not at this toolrun's revision is a `TargetError` here, at start
+    (nothing is created: a client such as Claude Desktop starts the server in a directory of its own).
     """
     from toolrun.apps.tasks import GitHubClient, TaskStore, task_tools
+    from toolrun.mcp._cli import check_database
     from toolrun.registry import ToolRegistry
     from toolrun.server import Settings
     from toolrun.server._db import create_engine
 
     settings = Settings()
+    check_database(settings.database_url)
     token = settings.github_token.get_secret_value() if settings.github_token else None
     store = TaskStore(create_engine(settings.database_url))
     return ToolRegistry(task_tools(store, GitHubClient(settings.github_api, token=token)))

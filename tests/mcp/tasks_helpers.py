@@ -85,6 +85,7 @@ async def result(client: Any, task_id: str) -> dict[str, Any]:
     return await client.session.send_request(Result(params=TaskParams(task_id=task_id)), ANY)
 
 
-async def list_tasks(client: Any) -> dict[str, Any]:
-    """2025-11-25 `tasks/list`."""
-    return await client.session.send_request(ListTasks(params=types.PaginatedRequestParams()), ANY)
+async def list_tasks(client: Any, cursor: str | None = None) -> dict[str, Any]:
+    """2025-11-25 `tasks/list` (the page after `cursor`)."""
+    params = types.PaginatedRequestParams(cursor=cursor)
+    return await client.session.send_request(ListTasks(params=params), ANY)

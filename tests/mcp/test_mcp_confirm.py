@@ -143,7 +143,7 @@ async def test_state_is_single_use(deleter: Deleter) -> None:
     "tamper",
     [
         lambda s: s[:-1] + ("0" if s[-1] != "0" else "1"),  # the MAC
-        lambda s: s.replace("tr1.", "tr1.e30", 1),  # the claims
+        lambda s: s.replace("tr2.", "tr2.e30", 1),  # the claims
         lambda s: "garbage",
         lambda s: "",
     ],

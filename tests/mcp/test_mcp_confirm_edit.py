@@ -112,8 +112,8 @@ async def test_an_edit_is_previewed_again_then_runs_once_with_the_new_arguments(
     archiver: Archiver, mode: str
 ) -> None:
     callback = person(
-        {"approve": True, "arg.task_id": "t2", "arg.days": 3},  # changed: shown again first
-        {"approve": True, "arg.task_id": "t2", "arg.days": 3},  # approves what it was shown
+        {"approve": True, "arg_task_id": "t2", "arg_days": 3},  # changed: shown again first
+        {"approve": True, "arg_task_id": "t2", "arg_days": 3},  # approves what it was shown
     )
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1", "labels": ["x"]})
@@ -138,7 +138,7 @@ async def test_an_edit_the_tool_refuses_asks_again_and_the_call_stays_held(
     archiver: Archiver, mode: str
 ) -> None:
     callback = person(
-        {"approve": True, "arg.days": 99},  # over the tool's maximum
+        {"approve": True, "arg_days": 99},  # over the tool's maximum
         {"approve": True},  # then approves the call as held
     )
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
@@ -154,7 +154,7 @@ async def test_an_edit_the_tool_refuses_asks_again_and_the_call_stays_held(
 
 @both
 async def test_an_invalid_edit_then_a_refusal_runs_nothing(archiver: Archiver, mode: str) -> None:
-    callback = person({"approve": True, "arg.days": "soon"}, {"approve": False, "reason": "never mind"})
+    callback = person({"approve": True, "arg_days": "soon"}, {"approve": False, "reason": "never mind"})
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert result.is_error and "never mind" in text(result)
@@ -163,7 +163,7 @@ async def test_an_invalid_edit_then_a_refusal_runs_nothing(archiver: Archiver, m
 
 
 @both
-@pytest.mark.parametrize("content", [{"arg.labels": ["y"]}, {"arg.user_id": "u2"}, {"task_id": "t2"}])
+@pytest.mark.parametrize("content", [{"arg_labels": ["y"]}, {"arg_user_id": "u2"}, {"task_id": "t2"}])
 async def test_an_answer_changing_what_the_form_did_not_offer_runs_nothing(
     archiver: Archiver, mode: str, content: dict[str, Any]
 ) -> None:
@@ -181,7 +181,7 @@ async def test_an_answer_changing_what_the_form_did_not_offer_runs_nothing(
 
 @both
 async def test_edits_without_end_are_withdrawn(archiver: Archiver, mode: str) -> None:
-    callback = person(*({"approve": True, "arg.days": d} for d in range(2, 12)))
+    callback = person(*({"approve": True, "arg_days": d} for d in range(2, 12)))
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert result.is_error and "withdrawn" in text(result)
@@ -210,7 +210,7 @@ async def call(client: Client, state: str | None = None, content: dict[str, Any]
 
 
 async def test_a_replayed_edit_runs_once(archiver: Archiver) -> None:
-    edit = {"approve": True, "arg.days": 3}
+    edit = {"approve": True, "arg_days": 3}
     async with Client(archiver.server(), elicitation_callback=person()) as client:
         first = await call(client)
         shown = await call(client, first.request_state, edit)
@@ -231,14 +231,14 @@ async def test_a_shown_edit_changed_afterwards_is_shown_again_not_run(archiver: 
     answer after the person saw the preview) lead to another preview."""
     async with Client(archiver.server(), elicitation_callback=person()) as client:
         first = await call(client)
-        shown = await call(client, first.request_state, {"approve": True, "arg.days": 3})
-        other = await call(client, shown.request_state, {"approve": True, "arg.days": 30})
+        shown = await call(client, first.request_state, {"approve": True, "arg_days": 3})
+        other = await call(client, shown.request_state, {"approve": True, "arg_days": 30})
         assert isinstance(other, types.InputRequiredResult)
         form = other.input_requests["toolrun_confirm"].params  # type: ignore[index, union-attr]
         assert "for 30 days" in form.message
         assert archiver.archived == []
         # The first round's state with an edit: also only a preview (it carries no edit of its own).
-        fresh = await call(client, first.request_state, {"approve": True, "arg.days": 3})
+        fresh = await call(client, first.request_state, {"approve": True, "arg_days": 3})
         assert isinstance(fresh, types.InputRequiredResult)
     assert archiver.archived == []
     assert len(await pending(archiver)) == 1
@@ -274,14 +274,14 @@ async def test_the_service_edits_a_delete_over_http(tmp_path: Any, mode: str) ->
             first = (await client.call_tool("create_task", {"title": "Renew passport"})).structured_content
             second = (await client.call_tool("create_task", {"title": "Buy milk"})).structured_content
         assert first and second and theirs
-        edit = {"approve": True, "arg.task_id": second["id"]}
+        edit = {"approve": True, "arg_task_id": second["id"]}
         callback = person(edit, edit)
         async with Client(
             http_transport(f"{base}/mcp", ada), mode=mode, elicitation_callback=callback
         ) as client:
             deleted = await client.call_tool("delete_task", {"task_id": first["id"]})
             left = await client.call_tool("query_tasks", {})
-        stolen = {"approve": True, "arg.task_id": theirs["id"]}
+        stolen = {"approve": True, "arg_task_id": theirs["id"]}
         grab = person(stolen, stolen)
         async with Client(http_transport(f"{base}/mcp", ada), mode=mode, elicitation_callback=grab) as client:
             refused = await client.call_tool("delete_task", {"task_id": first["id"]})
@@ -302,7 +302,7 @@ async def test_the_service_edits_a_delete_over_http(tmp_path: Any, mode: str) ->
 async def test_the_held_value_written_otherwise_is_no_edit(archiver: Archiver, mode: str) -> None:
     """A form that sends 7.0 for the integer 7 changes nothing once validated: approved as held, asked
     once, never looping. ("7", a string, is the tool's to refuse: asked again with its error.)"""
-    callback = person({"approve": True, "arg.days": 7.0})
+    callback = person({"approve": True, "arg_days": 7.0})
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert not result.is_error, text(result)
@@ -313,9 +313,76 @@ async def test_the_held_value_written_otherwise_is_no_edit(archiver: Archiver, m
 
 @both
 async def test_an_edit_written_otherwise_the_second_time_runs_as_shown(archiver: Archiver, mode: str) -> None:
-    callback = person({"approve": True, "arg.days": 3}, {"approve": True, "arg.days": 3.0})
+    callback = person({"approve": True, "arg_days": 3}, {"approve": True, "arg_days": 3.0})
     async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("archive_task", {"task_id": "t1"})
     assert not result.is_error, text(result)
     assert len(callback.asked) == 2
     assert archiver.archived == [("t1", 3, [])]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Only what was last previewed runs (2026-07-28: the state carries the previewed edit)
+
+
+@both
+async def test_an_approval_leaving_out_the_edited_field_runs_the_edit_shown_not_the_held_call(
+    archiver: Archiver, mode: str
+) -> None:
+    """The form requires only `approve`: an answer without the argument fields approves what the person
+    was last shown (the edit), never the call as first held."""
+    callback = person({"approve": True, FIELD_PREFIX + "task_id": "t2"}, {"approve": True})
+    async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("archive_task", {"task_id": "t1"})
+    assert not result.is_error, text(result)
+    assert "Archive 'Buy milk' for 7 days" in callback.asked[1].message
+    assert archiver.archived == [("t2", 7, [])]
+
+
+async def test_the_edit_shown_then_an_answer_without_fields_runs_the_edit_by_hand(archiver: Archiver) -> None:
+    async with Client(archiver.server(), elicitation_callback=person()) as client:
+        first = await call(client)
+        shown = await call(client, first.request_state, {"approve": True, FIELD_PREFIX + "task_id": "t2"})
+        assert isinstance(shown, types.InputRequiredResult)
+        form = shown.input_requests["toolrun_confirm"].params  # type: ignore[index, union-attr]
+        assert "Archive 'Buy milk'" in form.message
+        ran = await call(client, shown.request_state, {"approve": True})
+    assert isinstance(ran, types.CallToolResult) and not ran.is_error, text(ran)
+    assert archiver.archived == [("t2", 7, [])]  # what was shown; t1 was never approved as shown last
+
+
+@both
+async def test_changing_back_to_the_held_arguments_is_shown_again_before_it_runs(
+    archiver: Archiver, mode: str
+) -> None:
+    """The person edits t1 → t2, is shown t2, then answers with t1 again: t1 is not what was last shown,
+    so it is previewed and asked once more; only that approval runs it."""
+    callback = person(
+        {"approve": True, FIELD_PREFIX + "task_id": "t2"},
+        {"approve": True, FIELD_PREFIX + "task_id": "t1"},
+        {"approve": True},
+    )
+    async with Client(archiver.server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("archive_task", {"task_id": "t1"})
+    assert not result.is_error, text(result)
+    assert len(callback.asked) == 3
+    third = callback.asked[2]
+    assert third.message.endswith("Allow this action? Archive 'Renew passport' for 7 days")
+    assert fields(third)["task_id"]["default"] == "t1"
+    assert archiver.archived == [("t1", 7, [])]
+
+
+async def test_the_held_arguments_after_an_edit_are_not_run_at_once_by_hand(archiver: Archiver) -> None:
+    async with Client(archiver.server(), elicitation_callback=person()) as client:
+        first = await call(client)
+        shown = await call(client, first.request_state, {"approve": True, FIELD_PREFIX + "task_id": "t2"})
+        back = await call(client, shown.request_state, {"approve": True, FIELD_PREFIX + "task_id": "t1"})
+        assert isinstance(back, types.InputRequiredResult)  # asked again, nothing ran
+        assert archiver.archived == []
+        form = back.input_requests["toolrun_confirm"].params  # type: ignore[index, union-attr]
+        assert form.message.endswith("Allow this action? Archive 'Renew passport' for 7 days")
+        # The t2 state replayed with its own edit cannot run anything either: the confirmation is pending,
+        # and an approval of t2 there runs t2 (what that state showed), once.
+        ran = await call(client, back.request_state, {"approve": True})
+    assert isinstance(ran, types.CallToolResult) and not ran.is_error, text(ran)
+    assert archiver.archived == [("t1", 7, [])]

@@ -14,7 +14,7 @@ import typer
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.tools import Tool, ToolContext
 
-__all__ = ["DEFAULT_TARGET", "app", "load_target", "main"]
+__all__ = ["DEFAULT_TARGET", "TargetError", "app", "check_database", "load_target", "main"]
 
 DEFAULT_TARGET = "toolrun.cli:task_registry"
 """The task tools on the service's database (`TOOLRUN_DATABASE_URL`), served when no TARGET is given."""
@@ -58,11 +58,75 @@ def load_target(target: str) -> ToolSet:
     for name in names:
         if hasattr(module, name):
             return _as_toolset(getattr(module, name), f"{module_name}:{name}")
-    if attribute:
-        raise TargetError(f"Module {module_name!r} has no attribute {attribute!r}.")
-    raise TargetError(
-        f"Module {module_name!r} has none of {', '.join(_FACTORIES)}; name one: 'module:attribute'."
+    hint = (
+        " The task tools on the service's database are the default TARGET: `toolrun mcp serve` without one."
+        if module_name == "toolrun.apps.tasks"
+        else ""
     )
+    if attribute:
+        raise TargetError(f"Module {module_name!r} has no attribute {attribute!r}.{hint}")
+    raise TargetError(
+        f"Module {module_name!r} has none of {', '.join(_FACTORIES)}; name one: 'module:attribute'.{hint}"
+    )
+
+
+def check_database(url: str) -> None:
+    """Refuse to serve on a database that is missing or not migrated (`TargetError`, said at start).
+
+    A SQLite file that does not exist is not created (its path is relative to the directory the client
+    started the server in, which is rarely the one meant); any database must be at this toolrun's newest
+    revision (`toolrun db upgrade`). Otherwise every call would fail with an internal error.
+    """
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from toolrun._cli_shared import safe_url
+
+    shown = safe_url(url)
+    upgrade = (
+        f"Create it with `TOOLRUN_DATABASE_URL={shown} toolrun db upgrade`, or set TOOLRUN_DATABASE_URL "
+        "to the service's database (for SQLite an absolute path: sqlite+aiosqlite:////abs/path/toolrun.db)."
+    )
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise TargetError(f"TOOLRUN_DATABASE_URL is not a database URL ({shown}).") from None
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database in ("", ":memory:") or database.startswith("file::memory:"):
+            raise TargetError(f"The task tools need a database kept on disk, not {shown}. {upgrade}")
+        path = Path(database).expanduser().resolve()
+        if not path.is_file():
+            raise TargetError(f"No task database at {path} (TOOLRUN_DATABASE_URL={shown}). {upgrade}")
+    from toolrun.server.migrate import current_revision, head_revision
+
+    try:
+        revision = _run_sync(current_revision(url))
+    except Exception as exc:
+        raise TargetError(
+            f"Cannot open the task database at {shown} ({type(exc).__name__}): check that it is reachable. "
+            + upgrade
+        ) from None
+    head = head_revision()
+    if revision != head:
+        state = "has no toolrun tables" if revision is None else f"is at revision {revision}, not {head}"
+        raise TargetError(f"The task database at {shown} {state}: run `toolrun db upgrade` first.")
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run `coro` to its end from sync code, in a thread of its own when an event loop is running here."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _as_toolset(value: Any, where: str) -> ToolSet:

@@ -21,8 +21,10 @@ and what changed; only an approval of exactly the previewed arguments runs, thro
 `executor.approve(..., arguments=...)` (bound to them, once; the model is told what changed). Arguments a
 form cannot hold (objects, arrays) keep their values: an answer that names a field the form did not offer
 is refused whole and nothing runs. An edit the tool refuses asks again with the error (the call stays
-held). In the 2026-07-28 rounds the state carries the keyed hash of the previewed edit (`x`) and a round
-count, so a replayed or altered answer can only lead to another preview, never to an unseen call.
+held). In the 2026-07-28 rounds the sealed state carries the previewed edit itself (`v`) and a round
+count: the answer is read against what the person was last shown (a field the answer leaves out keeps
+the value shown, as in the 2025 rounds), so an approval runs exactly that; any other arguments, the held
+call's included once an edit was shown, lead to another preview, never to a call nobody saw last.
 """
 
 from __future__ import annotations
@@ -67,8 +69,11 @@ __all__ = [
 CONFIRM_KEY = "toolrun_confirm"
 """The key of toolrun's confirmation in `inputRequests` / `inputResponses`."""
 
-_PREFIX = "tr1."
-_LABEL = b"toolrun/mcp/request-state/v1\x00"
+_PREFIX = "tr2."  # tr2: the previewed edit itself (`v`), no longer its hash
+_LABEL = b"toolrun/mcp/request-state/v2\x00"
+MAX_STATE = 65_536
+"""The longest `requestState` sealed or opened (it carries the previewed edit, no more than the client's own
+answer held)."""
 
 
 class Sealer:
@@ -90,11 +95,12 @@ class Sealer:
         tool: str,
         arguments_hash: str,
         ttl: float,
-        edit_hash: str | None = None,
+        edit: Mapping[str, Any] | None = None,
         round: int = 0,
     ) -> str:
-        """`edit_hash`: the keyed hash of edited arguments the person was just shown the preview of (an
-        approval of exactly these runs them); `round`: how many edit rounds came before."""
+        """`edit`: the edited arguments (validated, as JSON data) the person was just shown the preview of:
+        an approval of exactly these runs them; `round`: how many edit rounds came before. A state longer
+        than `MAX_STATE` does not open: the caller checks."""
         claims: dict[str, Any] = {
             "c": confirmation_id,
             "p": principal,
@@ -102,8 +108,8 @@ class Sealer:
             "a": arguments_hash,
             "e": self._clock() + ttl,
         }
-        if edit_hash is not None:
-            claims["x"] = edit_hash
+        if edit is not None:
+            claims["v"] = dict(edit)
         if round:
             claims["n"] = round
         body = base64.urlsafe_b64encode(json.dumps(claims, separators=(",", ":")).encode()).decode()
@@ -111,7 +117,7 @@ class Sealer:
 
     def open(self, token: object) -> dict[str, Any] | None:
         """The claims of a token this server sealed, or None (malformed or tampered)."""
-        if not isinstance(token, str) or not token.startswith(_PREFIX) or len(token) > 4096:
+        if not isinstance(token, str) or not token.startswith(_PREFIX) or len(token) > MAX_STATE:
             return None
         body, _, tag = token[len(_PREFIX) :].rpartition(".")
         if not body or not hmac.compare_digest(tag, self._hasher.digest(_LABEL + body.encode())):
@@ -124,7 +130,7 @@ class Sealer:
             return None
         if not isinstance(claims.get("e"), int | float):
             return None
-        if not isinstance(claims.get("x", ""), str) or type(claims.get("n", 0)) is not int:
+        if not isinstance(claims.get("v", {}), dict) or type(claims.get("n", 0)) is not int:
             return None
         return claims
 
@@ -135,8 +141,10 @@ class Sealer:
         return not self._clock() < float(claims["e"])
 
 
-FIELD_PREFIX = "arg."
-"""Form fields for arguments are named `arg.<name>` (an argument may be called "approve" or "reason")."""
+FIELD_PREFIX = "arg_"
+"""Form fields for arguments are named `arg_<name>` (an argument may be called "approve" or "reason"). No
+dots: clients that turn the form into a typed object (FastMCP, pydantic-ai) need identifiers, and send the
+object's field names back."""
 MAX_ROUNDS = 4
 """How many times one confirmation asks the person (each edit asks again): then it is withdrawn."""
 _MAX_FIELDS = 20
@@ -147,7 +155,9 @@ _FORMATS = frozenset({"email", "uri", "date", "date-time"})
 def editable_fields(tool: Tool, current: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The arguments of `tool` a form can carry, name -> the field's schema (MCP forms hold flat
     primitives only: a string, a number, an integer, a boolean or a string enum), each filled with its
-    value in `current`. Other arguments (objects, arrays, anything else) are not editable here."""
+    value in `current`. Other arguments (objects, arrays, anything else) are not editable here, nor is an
+    argument without a value of the field's type: every field of the form has a default, so a typed
+    client that sends its whole object back sends values of the field's type (never `null`)."""
     schema = tool.parameters
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     if not isinstance(props, Mapping):
@@ -163,7 +173,7 @@ def editable_fields(tool: Tool, current: Mapping[str, Any]) -> dict[str, dict[st
         value = current.get(name)
         if value is not None and _fits(field, value):
             field["default"] = value
-        fields[name] = field
+            fields[name] = field
     return fields
 
 
@@ -218,7 +228,8 @@ def confirmation_form(
     """The question put to the person: what would run (the tool's preview, from the server's records,
     when it has one), a yes/no field, an optional reason for a refusal (the model receives it), and one
     field per editable argument (`editable_fields`, named `FIELD_PREFIX` + the argument's name); `note`
-    comes first (what the person changed, or why their change was refused)."""
+    comes first (what the person changed, or why their change was refused). Only `approve` is required;
+    every other field has a default (a typed client sends its whole object back)."""
     properties: dict[str, Any] = {
         "approve": {
             "type": "boolean",
@@ -231,6 +242,7 @@ def confirmation_form(
             "title": "Reason",
             "description": "If you refuse: why (the assistant is told).",
             "maxLength": _MAX_TEXT,
+            "default": "",
         },
     }
     for name, field in (fields or {}).items():
@@ -316,28 +328,31 @@ async def converse(
             continue
         if dict(checked.value["arguments"]) == arguments:  # what was shown, written otherwise ("3" for 3)
             return await executor.approve(confirmation_id, context, arguments=edited)
-        edited = arguments = dict(checked.value["arguments"])
+        arguments = dict(checked.value["arguments"])
+        edited = arguments if checked.value["changes"] else None  # None: back to the call as held
         shown, note = edited_note(checked.value)
     return await too_many_rounds(executor, confirmation_id, context, tool.name)
 
 
 def filled(fields: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The fields with `values` as their defaults (the edited values in a later round)."""
+    """The fields with `values` as their defaults (the edited values in a later round); a field without a
+    value of its type is left out (see `editable_fields`)."""
     out = {}
     for name, field in fields.items():
-        filled = {k: v for k, v in field.items() if k != "default"}
         value = values.get(name)
         if value is not None and _fits(field, value):
-            filled["default"] = value
-        out[name] = filled
+            out[name] = {**field, "default": value}
     return out
 
 
 def edited_note(preview: Mapping[str, Any]) -> tuple[str, str]:
-    """What to show for a previewed edit: the new preview, and a note listing the changes."""
+    """What to show for a previewed edit: the new preview, and a note listing the changes (or saying the
+    person changed the call back to what was first asked)."""
     changes = [str(line) for line in preview.get("changes") or ()]
-    listed = "; ".join(changes) if changes else "nothing"
-    return str(preview.get("preview") or ""), f"You changed: {listed}. This is the action as changed."
+    text = str(preview.get("preview") or "")
+    if not changes:
+        return text, "You changed it back: this is the action as it was first asked."
+    return text, f"You changed: {'; '.join(changes)}. This is the action as changed."
 
 
 async def settle_round(
@@ -348,9 +363,12 @@ async def settle_round(
     claims: Mapping[str, Any],
     answer: types.ElicitResult | None,
 ) -> ToolResult | types.InputRequiredResult:
-    """An approving answer in a 2026-07-28 round (its state already checked): run the call as held, run
-    the edit the person was just shown (the state's `x`), or preview a new edit and ask again (a new
-    state), or refuse. Anything but an approval is settled by the caller."""
+    """An approving answer in a 2026-07-28 round (its state already checked). What the person was last
+    shown is the state's edit (`v`) when it has one, else the call as held; the answer is read against it
+    (a field left out keeps the value shown). An approval of exactly that runs it; any other arguments
+    (the held call's included, after an edit was shown) are previewed and asked again (a new state); an
+    answer setting what the form did not offer is refused. Anything but an approval is settled by the
+    caller."""
     confirmation_id = str(claims["c"])
     try:
         record = await executor.confirmation.store.get(confirmation_id)
@@ -359,47 +377,71 @@ async def settle_round(
     held = record.metadata.get("arguments") if record is not None else None
     current = dict(held) if isinstance(held, Mapping) else None
     fields = editable_fields(tool, current) if current is not None else {}
-    wanted = edits_of(answer, fields, current or {})
+    previewed = claims.get("v")  # the edit last shown; None: the call as held was
+    last = dict(previewed) if isinstance(previewed, Mapping) else (current or {})
+    wanted = edits_of(answer, fields, last)
     if isinstance(wanted, str):
         return await refuse_edit(executor, confirmation_id, context, tool.name, wanted)
-    if wanted is None:
-        return await executor.approve(confirmation_id, context)
-    shown_before = sealer.arguments_hash(wanted)
-    if hmac.compare_digest(str(claims.get("x", "")), shown_before):
-        return await executor.approve(confirmation_id, context, arguments=wanted)
+    if wanted is None:  # exactly what was shown last
+        return await _approve_shown(executor, confirmation_id, context, previewed)
     round = int(claims.get("n", 0)) + 1
     if round >= MAX_ROUNDS:
         return await too_many_rounds(executor, confirmation_id, context, tool.name)
     checked = await executor.preview_edit(confirmation_id, context, wanted)
+    edit: dict[str, Any] | None
     if checked.status == "ok":
         arguments = dict(checked.value["arguments"])
-        if not checked.value["changes"]:  # the call as held, written otherwise ("7" for 7)
-            return await executor.approve(confirmation_id, context)
-        validated = sealer.arguments_hash(arguments)
-        if hmac.compare_digest(str(claims.get("x", "")), validated):  # the edit shown, written otherwise
-            return await executor.approve(confirmation_id, context, arguments=arguments)
-        edit_hash: str | None = validated
+        held_again = not checked.value["changes"]
+        if (previewed is None and held_again) or (
+            previewed is not None
+            and hmac.compare_digest(sealer.arguments_hash(arguments), sealer.arguments_hash(last))
+        ):  # what was shown, written otherwise ("7" for 7)
+            return await _approve_shown(executor, confirmation_id, context, previewed)
+        edit = None if held_again else arguments
         shown, note = edited_note(checked.value)
     elif (
         checked.error is not None and checked.error.code == ErrorCode.INVALID_ARGUMENTS and record is not None
-    ):
-        arguments, shown, edit_hash = current or {}, record.shown, None
+    ):  # asked again about the call as held, with the error
+        arguments, shown, edit = current or {}, record.shown, None
         note = f"Your change was not accepted: {checked.error.message}"
     else:
         return checked  # expired, used, someone else's: nothing to ask any more
+    state = _next_state(sealer, claims, edit, round)
+    if state is None and record is not None:  # an edit too long to carry in a state: not taken
+        arguments, shown, edit = current or {}, record.shown, None
+        note = "Your change was not accepted: it is too long to be carried in this form."
+        state = _next_state(sealer, claims, None, round)
+    if state is None:
+        return await refuse_edit(executor, confirmation_id, context, tool.name, "the change is too long")
     form = confirmation_form(shown, filled(fields, arguments), note)
+    return types.InputRequiredResult(
+        input_requests={CONFIRM_KEY: types.ElicitRequest(params=form)}, request_state=state
+    )
+
+
+async def _approve_shown(
+    executor: ToolExecutor, confirmation_id: str, context: Any, previewed: Any
+) -> ToolResult:
+    """Run what the person was last shown: the call as held, or the previewed edit."""
+    if isinstance(previewed, Mapping):
+        return await executor.approve(confirmation_id, context, arguments=dict(previewed))
+    return await executor.approve(confirmation_id, context)
+
+
+def _next_state(
+    sealer: Sealer, claims: Mapping[str, Any], edit: Mapping[str, Any] | None, round: int
+) -> str | None:
+    """The state of the next round (the edit now shown, the round count), None when too long to open."""
     state = sealer.seal(
-        confirmation_id=confirmation_id,
+        confirmation_id=str(claims["c"]),
         principal=str(claims["p"]),
         tool=str(claims["t"]),
         arguments_hash=str(claims["a"]),
         ttl=max(0.0, float(claims["e"]) - sealer.now()),
-        edit_hash=edit_hash,
+        edit=edit,
         round=round,
     )
-    return types.InputRequiredResult(
-        input_requests={CONFIRM_KEY: types.ElicitRequest(params=form)}, request_state=state
-    )
+    return state if len(state) <= MAX_STATE else None
 
 
 async def refuse_edit(

@@ -476,14 +476,14 @@ class _Handlers:
     async def list_tasks(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        """2025-11-25 `tasks/list`: the caller's own tasks, newest first (one page)."""
+        """2025-11-25 `tasks/list`: the caller's own tasks, newest first, a page at a time (its cursor is
+        checked: see `_tasks_legacy.list_page`)."""
         if ctx.protocol_version != _tasks_legacy.LEGACY_VERSION or self.tasks is None:
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
-        if params.cursor:
-            raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor")
         store = self.tasks
         user = self._principal_of(ctx).user_id or ""
-        return {"tasks": [_tasks_legacy.legacy_task(r, store) for r in await store.list_tasks(user)]}
+        records = await store.list_tasks(user)
+        return _tasks_legacy.list_page(records, store, user, params.cursor, self.executor.hasher.digest)
 
     async def legacy_call(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
         """A 2025-11-25 task-augmented `tools/call` of a background tool: its `CreateTaskResult` in wire

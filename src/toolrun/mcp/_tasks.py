@@ -38,6 +38,7 @@ that revision's experimental tasks instead (`_tasks_legacy`), over the same stor
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import secrets
 import time
@@ -116,11 +117,19 @@ class TaskStore(Protocol):
 class MemoryTaskStore:
     """Tasks in this process: each call runs as an asyncio task; records are kept `ttl` seconds.
 
+    What one user may hold is bounded: `max_running_per_user` running (another call as a task is refused,
+    `RATE_LIMITED`), and `max_kept_per_user` kept in all, running or finished: a new task beyond that
+    makes room by dropping that user's oldest finished task (its id is then unknown, as after its `ttl`),
+    so a client that starts tasks without end keeps the newest ones and never grows the store past its
+    bound. Expired finished tasks are purged as requests come (`purge`, amortized: a queue in creation
+    order, no scan of every task); a running task past its `ttl` is kept until it ends, then purged.
+
     Args:
         poll_interval: Seconds between polls suggested to clients.
         ttl: Seconds a task is kept after its creation (a running task is kept until it ends).
-        max_running_per_user: Running tasks one user may have; another call as a task is refused
-            (`RATE_LIMITED`).
+        max_running_per_user: Running tasks one user may have.
+        max_kept_per_user: Tasks one user may have kept (running and finished); at least
+            `max_running_per_user`.
         clock: Wall-clock time (tests).
     """
 
@@ -130,28 +139,36 @@ class MemoryTaskStore:
         poll_interval: float = 1.0,
         ttl: float | None = 3600.0,
         max_running_per_user: int = 5,
+        max_kept_per_user: int = 100,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if poll_interval <= 0 or (ttl is not None and ttl <= 0) or max_running_per_user < 1:
             raise ValueError("poll_interval and ttl must be positive, max_running_per_user at least 1.")
+        if max_kept_per_user < max_running_per_user:
+            raise ValueError("max_kept_per_user must be at least max_running_per_user.")
         self.poll_interval = poll_interval
         self.ttl = ttl
         self.max_running_per_user = max_running_per_user
+        self.max_kept_per_user = max_kept_per_user
         self._clock = clock
         self._tasks: dict[str, dict[str, Any]] = {}
         self._owners: dict[str, str] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._kept: dict[str, dict[str, None]] = {}  # user -> their task ids, oldest first
+        self._queue: collections.deque[tuple[float, str]] = collections.deque()  # creation order, for ttl
+        self._overdue: set[str] = set()  # past their ttl while running: purged once they end
 
     async def start(
         self, call: ToolCall, context: ToolContext[Any], executor: ToolExecutor
     ) -> Mapping[str, Any] | None:
-        self._purge()
+        self.purge()
         user = context.user_id or ""
-        running = sum(
-            1 for task_id, owner in self._owners.items() if owner == user and task_id in self._running
-        )
+        kept = self._kept.setdefault(user, {})
+        running = sum(1 for task_id in kept if task_id in self._running)
         if running >= self.max_running_per_user:
             return None
+        while len(kept) >= self.max_kept_per_user:  # room for one more: the oldest finished goes
+            self._drop(next(task_id for task_id in kept if task_id not in self._running))
         task_id = "task_" + secrets.token_hex(16)
         now = self._clock()
         record: dict[str, Any] = {
@@ -166,6 +183,9 @@ class MemoryTaskStore:
         }
         self._tasks[task_id] = record
         self._owners[task_id] = user
+        kept[task_id] = None
+        if self.ttl is not None:
+            self._queue.append((now, task_id))
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             if record["status"] == "running":
@@ -190,7 +210,7 @@ class MemoryTaskStore:
         return dict(record)
 
     async def get(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:
-        self._purge()
+        self.purge()
         if self._owners.get(task_id) != user_id:
             return None
         return dict(self._tasks[task_id])
@@ -207,9 +227,36 @@ class MemoryTaskStore:
         return dict(record) if record is not None else None
 
     async def list_tasks(self, user_id: str) -> list[Mapping[str, Any]]:
-        self._purge()
-        mine = [dict(r) for task_id, r in self._tasks.items() if self._owners[task_id] == user_id]
-        return sorted(mine, key=lambda r: r["created_at"], reverse=True)
+        """The caller's tasks, newest first: at most `max_kept_per_user`."""
+        self.purge()
+        return [dict(self._tasks[task_id]) for task_id in reversed(self._kept.get(user_id, {}))]
+
+    def purge(self) -> int:
+        """Forget the finished tasks past their `ttl`; how many were forgotten."""
+        if self.ttl is None:
+            return 0
+        dropped = 0
+        for task_id in [t for t in self._overdue if t not in self._running]:
+            self._overdue.discard(task_id)
+            if task_id in self._tasks:
+                self._drop(task_id)
+                dropped += 1
+        horizon = self._clock() - self.ttl
+        queue = self._queue
+        while queue and queue[0][0] < horizon:
+            task_id = queue.popleft()[1]
+            if task_id not in self._tasks:  # dropped already (a user's oldest, to make room)
+                continue
+            if task_id in self._running:
+                self._overdue.add(task_id)
+                continue
+            self._drop(task_id)
+            dropped += 1
+        if len(queue) > 2 * len(self._tasks) + 64:  # mostly ids dropped to make room: rebuild
+            self._queue = collections.deque(
+                (r["created_at"], t) for t, r in self._tasks.items() if t not in self._overdue
+            )
+        return dropped
 
     async def aclose(self) -> None:
         """Cancel the tasks still running (the process is going away)."""
@@ -217,24 +264,21 @@ class MemoryTaskStore:
             running.cancel()
         await asyncio.gather(*self._running.values(), return_exceptions=True)
 
+    def _drop(self, task_id: str) -> None:
+        del self._tasks[task_id]
+        user = self._owners.pop(task_id)
+        kept = self._kept.get(user)
+        if kept is not None:
+            kept.pop(task_id, None)
+            if not kept:
+                del self._kept[user]
+
     def _end(self, record: dict[str, Any], status: str, result: ToolResult | None) -> None:
         if record["status"] != "running":
             return
         record["status"] = status
         record["result"] = result.to_dict() if result is not None else None
         record["updated_at"] = self._clock()
-
-    def _purge(self) -> None:
-        if self.ttl is None:
-            return
-        horizon = self._clock() - self.ttl
-        for task_id in [
-            task_id
-            for task_id, record in self._tasks.items()
-            if record["created_at"] < horizon and task_id not in self._running
-        ]:
-            del self._tasks[task_id]
-            del self._owners[task_id]
 
 
 # --------------------------------------------------------------------------------------------------------

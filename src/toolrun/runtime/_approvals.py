@@ -79,23 +79,26 @@ async def make_preview(
     """The text the person approves for this call, or None when the tool has no preview.
 
     The preview gets a read-only copy of the arguments and the call's context, and `PREVIEW_TIMEOUT`
-    seconds (a sync preview runs in the executor's worker threads). When it raises, times out or returns
-    something other than text, the person gets `summary` under a line saying so; the error is logged with
-    an error id, never its message unless the executor logs exception messages.
+    seconds (a sync preview runs in the executor's worker threads). An async preview is abandoned as a
+    tool is: one that catches its cancellation and goes on gets the executor's `cancel_grace`, then is
+    closed, so no preview holds the call (and the request waiting on it) much past its time. When it
+    raises, times out or returns something other than text, the person gets `summary` under a line
+    saying so; the error is logged with an error id, never its message unless the executor logs
+    exception messages.
     """
     fn = preview_function(tool)
     if fn is None:
         return None
     view = _read_only(arguments)
     try:
-        async with asyncio.timeout(PREVIEW_TIMEOUT):
-            if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
-                text = await fn(view, ctx)
-            else:
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+            text = await _async_preview(fn(view, ctx), executor.cancel_grace)
+        else:
+            async with asyncio.timeout(PREVIEW_TIMEOUT):
                 loop = asyncio.get_running_loop()
                 text = await loop.run_in_executor(executor.thread_pool, functools.partial(fn, view, ctx))
-                if inspect.isawaitable(text):
-                    text = await text
+            if inspect.isawaitable(text):
+                text = await _async_preview(text, executor.cancel_grace)
         if not isinstance(text, str) or not text.strip():
             raise TypeError(f"a preview must return non-empty text, not {type(text).__name__}")
         return _clean(text)
@@ -118,6 +121,25 @@ async def make_preview(
             f"(The preview of this action could not be made, error id {error_id}; here is the call.)\n"
             + summary
         )
+
+
+async def _async_preview(awaitable: Any, grace: float) -> Any:
+    """An async preview's text under `PREVIEW_TIMEOUT`, with the tools' abandonment (`_run._Resume`)."""
+    from toolrun.runtime._run import _Abandoned, _boxed, _outer_cancelled, _Resume
+
+    if type(awaitable) is not types.CoroutineType:  # an awaitable object: the plain time box
+        async with asyncio.timeout(PREVIEW_TIMEOUT):
+            return await awaitable
+    try:
+        first = awaitable.send(None)
+    except StopIteration as stop:
+        return stop.value
+    try:
+        return await _boxed(_Resume(awaitable, first, grace), PREVIEW_TIMEOUT, PREVIEW_TIMEOUT, False)
+    except _Abandoned:
+        if _outer_cancelled():  # the caller was cancelled meanwhile: that goes on up
+            raise asyncio.CancelledError from None
+        raise
 
 
 def _same(a: Any, b: Any) -> bool:
