@@ -374,6 +374,20 @@ class Agent:
                 result = await self.executor.approve(pending.confirmation_id, ctx)
             else:
                 result = await self.executor.deny(pending.confirmation_id, ctx)
+            if _lost_to_another_decision(result):
+                # The record was there when the run was bound and gone when it was consumed: another resume
+                # (a double click reaching two processes) decided it in between and owns the run from here.
+                # This one ends as a later replay does: refused, no model request, and nothing of the winner's
+                # decision written into this run's history.
+                run.status, run.error = (
+                    "failed",
+                    (
+                        f"Confirmation {pending.confirmation_id!r} was decided by another resume of this run at "
+                        "the same moment; that resume carries the run on. Nothing more of this resume was run."
+                    ),
+                )
+                yield RunFinished(run=run)
+                return
             result.call_id = pending.call.id
             self._replace_result(run, pending.call.id, result)
             yield ToolCallFinished(call=pending.call, result=result, step=run.steps)
@@ -908,6 +922,13 @@ class Agent:
             if record.call.id == call_id:
                 record.result = result
                 return
+
+
+def _lost_to_another_decision(result: ToolResult) -> bool:
+    """Whether approve/deny found no record of a confirmation that `_bind_pending` had just found: it was
+    consumed in between, by a concurrent decision on the same run."""
+    error = result.error
+    return error is not None and error.code == ErrorCode.CONFIRMATION_NOT_FOUND
 
 
 def _same_arguments(a: Any, b: Any) -> bool:
