@@ -25,6 +25,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, M
 from typing import Any, Literal, cast
 
 from toolrun.agent._boundary import (
+    TOO_MANY_CALLS,
     CheckedCalls,
     OutputLimits,
     TextCleaner,
@@ -379,12 +380,10 @@ class Agent:
                 # (a double click reaching two processes) decided it in between and owns the run from here.
                 # This one ends as a later replay does: refused, no model request, and nothing of the winner's
                 # decision written into this run's history.
-                run.status, run.error = (
-                    "failed",
-                    (
-                        f"Confirmation {pending.confirmation_id!r} was decided by another resume of this run at "
-                        "the same moment; that resume carries the run on. Nothing more of this resume was run."
-                    ),
+                run.status = "failed"
+                run.error = (
+                    f"Confirmation {pending.confirmation_id!r} was decided by another resume of this run "
+                    "at the same moment; that resume carries the run on. Nothing more of this resume ran."
                 )
                 yield RunFinished(run=run)
                 return
@@ -866,13 +865,17 @@ class Agent:
         for call in calls:
             streak = 0
             for record in reversed(run.tool_calls):
-                if record.call.name != call.name:
+                if record.call.name != call.name or _refused_unrun(record.result):
                     continue
                 if record.result.status != "error":
                     break
                 streak += 1
             if streak >= self.max_tool_errors:
-                last = next(r for r in reversed(run.tool_calls) if r.call.name == call.name).result
+                last = next(
+                    r
+                    for r in reversed(run.tool_calls)
+                    if r.call.name == call.name and not _refused_unrun(r.result)
+                ).result
                 code = last.error.code if last.error is not None else "?"
                 run.status = "failed"
                 run.error = (
@@ -922,6 +925,14 @@ class Agent:
             if record.call.id == call_id:
                 record.result = result
                 return
+
+
+def _refused_unrun(result: ToolResult) -> bool:
+    """A call the model boundary held back for the per-response limit (`TOO_MANY_CALLS`): the tool never
+    saw it, so it is no failure of the tool; the model reads the refusal and sends the call again
+    (docs/security.md)."""
+    error = result.error
+    return error is not None and error.code == TOO_MANY_CALLS
 
 
 def _lost_to_another_decision(result: ToolResult) -> bool:
