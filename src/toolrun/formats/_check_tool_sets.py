@@ -10,7 +10,12 @@ refuses the request; where recorded traffic shows the API accepting it, it is a 
 
 - `OAI-DEFER-SEARCH`: a deferred function, but no `tool_search` tool (hosted, or `"execution": "client"`) in
   the request. The Responses API answers `Invalid Value: 'tools.defer_loading'. Deferred tools require
-  tools.tool_search.`, and every recorded request that it accepted with deferred functions carries one.
+  tools.tool_search.` (quoted in pydantic/pydantic-ai `pydantic_ai_slim/pydantic_ai/models/openai.py`), and
+  every recorded request it accepted with deferred functions carries one (pydantic/pydantic-ai
+  `tests/models/cassettes/test_openai_tool_availability_delta/test_openai_live_delta_preserves_the_warmed_
+  cache_prefix.yaml`, hosted; `test_openai_responses/test_openai_deferred_capability_keeps_native_tool_
+  search.yaml` at 589b5d731, client-executed; vercel/ai `packages/openai/src/responses/__fixtures__/
+  openai-*tool-search.*.json`, whose responses echo the request's tools).
 - `OAI-DEFER-SEARCH-DEFERRED`: the `tool_search` tool itself is deferred.
 - `OAI-NS-DESC`, `OAI-NS-EMPTY`: a namespace without a description, or without tools.
 - `OAI-NS-DEFER` (warning): `defer_loading` on the namespace object (it applies to the functions inside).
