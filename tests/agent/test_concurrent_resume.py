@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from toolrun import Agent, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
-from toolrun.agent import AgentRun
+from toolrun.agent import AgentRun, Approve, Deny
 from toolrun.models import ScriptedModel
 from toolrun.store import PendingConfirmation
 from toolrun.store.sql import SQLConfirmationStore
@@ -85,9 +85,18 @@ def side(store: Any, runs: list[str]) -> tuple[Agent, ScriptedModel]:
     return Agent(model, registry, executor=executor), model
 
 
+DECISIONS = {
+    "approve": (True, ["t1"]),
+    "approve edited": (Approve(arguments={"task_id": "t1"}), ["t1"]),
+    "deny": (Deny(reason="not now"), []),
+}
+
+
+@pytest.mark.parametrize("decision", DECISIONS, ids=DECISIONS)
 async def test_two_resumes_at_once_run_the_tool_once_and_the_loser_is_refused(
-    stores: list[SQLConfirmationStore],
+    stores: list[SQLConfirmationStore], decision: str
 ) -> None:
+    choice, ran = DECISIONS[decision]
     runs: list[str] = []
     pauser, _ = side(stores[0], runs)
     paused = await pauser.run("Delete task t1.", context=CTX)
@@ -98,13 +107,13 @@ async def test_two_resumes_at_once_run_the_tool_once_and_the_loser_is_refused(
     (agent_a, model_a), (agent_b, model_b) = (side(BothBindFirst(s, gate), runs) for s in stores[1:])
     run_a, run_b = agent_a.load_run(signed), agent_b.load_run(signed)
     before = run_b.to_dict()
-    approvals = {paused.pending[0].confirmation_id: True}
+    approvals = {paused.pending[0].confirmation_id: choice}
 
     done = await asyncio.gather(
         agent_a.resume(run_a, approvals, context=CTX), agent_b.resume(run_b, approvals, context=CTX)
     )
 
-    assert runs == ["t1"]  # the tool ran once
+    assert runs == ran  # the tool ran once (or never, denied)
     winner, loser = sorted(done, key=lambda r: r.status != "completed")
     assert winner.status == "completed" and winner.output == "Done with t1."
     assert loser.status == "failed", loser.status
@@ -116,3 +125,69 @@ async def test_two_resumes_at_once_run_the_tool_once_and_the_loser_is_refused(
     for key in ("messages", "tool_calls", "pending", "batch", "output"):
         assert after[key] == before[key], key
     assert AgentRun.from_dict(after).tool_calls[0].result.status == "confirmation_required"
+
+
+class HeldAfterBind:
+    """The real store, with this side's second `get` (an edit's preview, after binding the run) held until
+    `go` is set: the other resume decides the confirmation in between."""
+
+    def __init__(self, store: SQLConfirmationStore, go: asyncio.Event) -> None:
+        self.store = store
+        self.go = go
+        self.gets = 0
+        self.bound = asyncio.Event()
+        """Set once this side has read the record to bind the run."""
+
+    async def add(self, pending: PendingConfirmation) -> None:
+        await self.store.add(pending)
+
+    async def get(self, confirmation_id: str) -> PendingConfirmation | None:
+        self.gets += 1
+        if self.gets == 2:
+            await asyncio.wait_for(self.go.wait(), 10)
+        try:
+            return await self.store.get(confirmation_id)
+        finally:
+            self.bound.set()
+
+    async def consume(self, confirmation_id: str, *, user_id: str) -> PendingConfirmation | None:
+        return await self.store.consume(confirmation_id, user_id=user_id)
+
+    async def list_pending(self, user_id: str, *, now: float) -> list[PendingConfirmation]:
+        return await self.store.list_pending(user_id, now=now)
+
+    async def purge_expired(self, now: float) -> int:
+        return await self.store.purge_expired(now)
+
+
+async def test_an_edit_overtaken_before_its_preview_is_refused_not_raised(
+    stores: list[SQLConfirmationStore],
+) -> None:
+    runs: list[str] = []
+    pauser, _ = side(stores[0], runs)
+    paused = await pauser.run("Delete task t1.", context=CTX)
+    signed = pauser.dump_run(paused)
+    go = asyncio.Event()
+    agent_a, _ = side(stores[1], runs)
+    held = HeldAfterBind(stores[2], go)
+    agent_b, model_b = side(held, runs)
+    run_b = agent_b.load_run(signed)
+    before = run_b.to_dict()
+    edit = {paused.pending[0].confirmation_id: Approve(arguments={"task_id": "t1"})}
+
+    async def first() -> AgentRun:
+        await asyncio.wait_for(held.bound.wait(), 10)  # B has bound the run to the record
+        try:
+            return await agent_a.resume(agent_a.load_run(signed), edit, context=CTX)
+        finally:
+            go.set()
+
+    winner, loser = await asyncio.gather(first(), agent_b.resume(run_b, edit, context=CTX))
+
+    assert runs == ["t1"]
+    assert winner.status == "completed"
+    assert loser.status == "failed" and "decided by another resume" in (loser.error or "")
+    assert list(model_b.requests) == []
+    after = loser.to_dict()
+    for key in ("messages", "tool_calls", "pending", "batch", "output"):
+        assert after[key] == before[key], key

@@ -354,6 +354,10 @@ class Agent:
             decision = approvals.get(pending.confirmation_id)
             if isinstance(decision, Approve) and decision.arguments is not None:
                 checked = await self.executor.preview_edit(pending.confirmation_id, ctx, decision.arguments)
+                if _lost_to_another_decision(checked):  # decided since the run was bound: see below
+                    _refuse_lost(run, pending.confirmation_id)
+                    yield RunFinished(run=run)
+                    return
                 if checked.error is not None:
                     raise ValueError(
                         f"The edited arguments for {pending.call.name!r} ({pending.confirmation_id}) were "
@@ -378,13 +382,7 @@ class Agent:
             if _lost_to_another_decision(result):
                 # The record was there when the run was bound and gone when it was consumed: another resume
                 # (a double click reaching two processes) decided it in between and owns the run from here.
-                # This one ends as a later replay does: refused, no model request, and nothing of the winner's
-                # decision written into this run's history.
-                run.status = "failed"
-                run.error = (
-                    f"Confirmation {pending.confirmation_id!r} was decided by another resume of this run "
-                    "at the same moment; that resume carries the run on. Nothing more of this resume ran."
-                )
+                _refuse_lost(run, pending.confirmation_id)
                 yield RunFinished(run=run)
                 return
             result.call_id = pending.call.id
@@ -940,6 +938,16 @@ def _lost_to_another_decision(result: ToolResult) -> bool:
     consumed in between, by a concurrent decision on the same run."""
     error = result.error
     return error is not None and error.code == ErrorCode.CONFIRMATION_NOT_FOUND
+
+
+def _refuse_lost(run: AgentRun, confirmation_id: str) -> None:
+    """End a resume that another one overtook as a later replay ends: refused, with no model request and
+    nothing of the other resume's decision written into this run's history."""
+    run.status = "failed"
+    run.error = (
+        f"Confirmation {confirmation_id!r} was decided by another resume of this run at the same moment; "
+        "that resume carries the run on. Nothing more of this resume ran."
+    )
 
 
 def _same_arguments(a: Any, b: Any) -> bool:
