@@ -12,6 +12,7 @@ from toolrun import Agent, ErrorCode, ToolCall, ToolContext, ToolError, ToolRegi
 from toolrun.agent import (
     AgentRun,
     ConfirmationRequired,
+    OutputLimits,
     RunFinished,
     TextDelta,
     ToolCallFinished,
@@ -137,6 +138,41 @@ async def test_a_tool_failing_again_and_again_ends_the_run() -> None:
     assert run.status == "failed"
     assert runs["flaky"] == 3
     assert "failed 3 times in a row" in (run.error or "")
+
+
+async def test_calls_over_the_per_response_limit_are_refusals_not_failures_of_the_tool() -> None:
+    """372 calls past `max_calls` are refused `TOO_MANY_CALLS`: the tool never saw them, so they do not
+    count toward `max_tool_errors`; the model reads the refusals and sends the rest again."""
+    created: list[int] = []
+
+    @tool
+    async def create_task(n: int) -> int:
+        """Create a task."""
+        created.append(n)
+        return n
+
+    many = [ToolCall(id=f"c{n}", name="create_task", arguments={"n": n}) for n in range(500)]
+    rest = [ToolCall(id=f"r{n}", name="create_task", arguments={"n": n}) for n in range(128, 256)]
+    model = ScriptedModel([many, rest, "Created them."])
+    run = await Agent(model, ToolRegistry([create_task]), max_tool_errors=3).run("go", context=CTX)
+    assert run.status == "completed", run.error
+    assert run.output == "Created them."
+    assert len(model.requests) == 3
+    refused = [r.result.error.code for r in run.tool_calls if r.result.error is not None]
+    assert refused == ["TOO_MANY_CALLS"] * 372
+    assert created == list(range(128)) + list(range(128, 256))
+
+
+async def test_invalid_calls_past_the_limit_still_end_the_run() -> None:
+    """Real failures of the tool around refused calls still count, refusals in between or not."""
+    registry, runs = make_registry()
+    calls = [ToolCall(id=f"f{n}", name="flaky", arguments={"title": "x"}) for n in range(3)]
+    limits = OutputLimits(max_calls=2)
+    run = await Agent(
+        ScriptedModel([calls, calls[:1], "never"]), registry, max_tool_errors=3, output_limits=limits
+    ).run("go", context=CTX)
+    assert run.status == "failed" and "failed 3 times in a row" in (run.error or "")
+    assert runs["flaky"] == 3
 
 
 async def test_unknown_tool_is_a_result_not_a_crash() -> None:

@@ -111,13 +111,91 @@ def test_the_checker_knows_what_the_apis_refuse() -> None:
     namespace = {"type": "namespace", "name": "n", "description": "", "tools": []}
     assert set(errors([namespace], "openai-responses")) == {"OAI-NS-DESC", "OAI-NS-EMPTY"}
     ant = {"name": "f", "description": "Do f.", "input_schema": {"type": "object"}}
-    assert errors([{**ant, "defer_loading": True}], "anthropic") == ["ANT-DEFER-SEARCH", "ANT-DEFER-ALL"]
+    assert errors([{**ant, "defer_loading": True}], "anthropic") == ["ANT-DEFER-ALL"]
     search = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
     assert errors([{**ant, "defer_loading": True}, search], "anthropic") == []
     assert errors([{**ant, "defer_loading": True}, {**search, "defer_loading": True}], "anthropic") == [
-        "ANT-DEFER-SEARCH",
+        "ANT-DEFER-SEARCH-DEFERRED",
         "ANT-DEFER-ALL",
     ]
+
+
+def _ant(name: str, **extra: Any) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}
+    return {"name": name, "description": f"Use {name}.", "input_schema": schema, **extra}
+
+
+def _oai(name: str, **extra: Any) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}
+    return {
+        "type": "function",
+        "name": name,
+        "description": f"Use {name}.",
+        "parameters": schema,
+        "strict": False,
+        **extra,
+    }
+
+
+# Request shapes the APIs answered (our own minimal requests, mirroring recorded ones; see the rules in
+# toolrun/formats/_check_tool_sets.py for the recordings): (provider, tools, errors, warnings).
+ACCEPTED_SHAPES = [
+    # Anthropic 200: a loader tool, a deferred tool, no tool search tool; the loader's tool result returns a
+    # `tool_reference` block and the model then calls the deferred tool.
+    ("anthropic", [_ant("load_capability"), _ant("lookup", defer_loading=True)], [], ["ANT-DEFER-SEARCH"]),
+    # Anthropic 200: the application's own search function instead of a server search tool.
+    (
+        "anthropic",
+        [
+            _ant("load_capability"),
+            _ant("search_tools"),
+            _ant("a", defer_loading=True),
+            _ant("b", defer_loading=True),
+        ],
+        [],
+        ["ANT-DEFER-SEARCH"],
+    ),
+    # Anthropic 200: the server's bm25 search.
+    (
+        "anthropic",
+        [
+            _ant("load_capability"),
+            {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+            _ant("lookup", defer_loading=True),
+        ],
+        [],
+        [],
+    ),
+    # OpenAI Responses 200: a client-executed tool_search loads the deferred function.
+    (
+        "openai-responses",
+        [
+            {"type": "tool_search", "execution": "client"},
+            _oai("load_capability"),
+            _oai("lookup", defer_loading=True),
+        ],
+        [],
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("provider", "tools", "expected_errors", "expected_warnings"), ACCEPTED_SHAPES)
+def test_requests_the_apis_accepted_are_no_errors(
+    provider: str, tools: list[dict[str, Any]], expected_errors: list[str], expected_warnings: list[str]
+) -> None:
+    found = check_request(tools, provider)
+    assert [v.rule for v in found if v.severity == "error"] == expected_errors
+    assert [v.rule for v in found if v.severity == "warning"] == expected_warnings
+
+
+def test_requests_the_apis_refuse_stay_errors() -> None:
+    # OpenAI: "Invalid Value: 'tools.defer_loading'. Deferred tools require tools.tool_search."
+    assert errors([_oai("load_capability"), _oai("lookup", defer_loading=True)], "openai-responses") == [
+        "OAI-DEFER-SEARCH"
+    ]
+    # Anthropic rejects a request whose tools are all deferred.
+    assert errors([_ant("lookup", defer_loading=True)], "anthropic") == ["ANT-DEFER-ALL"]
 
 
 def test_programmatic_callers_need_the_code_execution_tool(registry: ToolRegistry) -> None:

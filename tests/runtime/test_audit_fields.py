@@ -7,7 +7,9 @@ import json
 import time
 from typing import Any
 
-from toolrun import ErrorCode, ToolContext, ToolError, tool
+import pytest
+
+from toolrun import ErrorCode, ToolCall, ToolContext, ToolError, ToolExecutor, ToolRegistry, tool
 from toolrun.runtime import AuditRecord, InMemoryAuditSink, JSONLinesAuditSink
 
 from .conftest import call
@@ -214,3 +216,49 @@ async def test_the_record_hashes_the_arguments_that_ran(make_executor: Any) -> N
         != ex.hasher.arguments({"key": "swap"})
     )
     assert plain_sink.records[0].arguments_hash == plain.hasher.arguments({"key": "keep"})
+
+
+@pytest.mark.parametrize(
+    "call_id",
+    [
+        "x outcome=ok",
+        "c1\naudit action=approve tool=delete_task outcome=ok",
+        "Jane Doe's SSN",
+        "ü",
+        "",
+        "a" * 65,
+    ],
+)
+async def test_a_call_id_of_another_form_reaches_the_audit_hashed_never_as_written(call_id: str) -> None:
+    """Whoever calls the executor writes the call id (MCP, LangGraph, a client): a short one is their
+    text as much as a long one, and a space or newline in it would forge fields of the audit line."""
+    sink = InMemoryAuditSink()
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    executor = ToolExecutor(ToolRegistry([ping]), audit=sink)
+    for _ in range(2):
+        await executor.execute(ToolCall(id=call_id, name="ping", arguments="{}"), ToolContext(user_id="u1"))
+    first, second = sink.records
+    assert first.call_id == second.call_id  # records of one call still correlate
+    assert first.call_id.startswith("~") and len(first.call_id) == 17
+    assert call_id not in str(first) or call_id == ""
+    line = str(first)
+    assert "\n" not in line and line.count("outcome=") == 1 and line.count(" tool=") == 1
+
+
+async def test_a_call_id_of_the_providers_form_reaches_the_audit_as_written() -> None:
+    sink = InMemoryAuditSink()
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    executor = ToolExecutor(ToolRegistry([ping]), audit=sink)
+    for call_id in ("call_Ab3-x_9", "1", "a" * 64):
+        await executor.execute(ToolCall(id=call_id, name="ping", arguments="{}"), ToolContext(user_id="u1"))
+    assert [r.call_id for r in sink.records] == ["call_Ab3-x_9", "1", "a" * 64]

@@ -5,6 +5,7 @@ server."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -172,6 +173,17 @@ async def test_metric_labels_come_from_the_registry_and_metrics_need_the_token(i
     assert "Buy milk" not in text
     assert 'toolrun_tool_calls_total{outcome="error",tool="unregistered"} 5.0' in text
     assert 'toolrun_tool_calls_total{outcome="ok",tool="query_tasks"} 1.0' in text
+
+
+async def test_tool_call_log_lines_name_tools_by_their_metric_label(
+    invented: Service, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A name the model made up is no log field, as it is no metric label."""
+    with caplog.at_level(logging.INFO, logger="toolrun.server"):
+        await invented.alice.chat("go")
+    lines = [r for r in caplog.records if getattr(r, "event", None) == "tool_call"]
+    assert sorted(vars(r)["tool"] for r in lines) == ["query_tasks"] + ["unregistered"] * 5
+    assert all("milk" not in json.dumps(vars(r), default=str).lower() for r in lines)
 
 
 async def test_metrics_are_closed_unless_a_token_or_public_is_set(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """One validation policy for every way of defining a tool (docs/argument-validation.md).
 
-JSON types strictly; non-finite numbers refused; unknown fields refused at every depth, with their path;
+JSON types strictly; non-finite numbers refused; unknown fields refused at every depth, with their path
+(for a raw schema: at the root, and below it where the schema closes the object);
 `null` for an optional parameter means its default; `coerce=True` opts one tool into lax coercion.
 """
 
@@ -24,12 +25,13 @@ RAW = {
         "n": {"type": "integer"},
         "x": {"type": "number", "default": 1.0},
         "flag": {"type": "boolean", "default": False},
-        "filter": {
+        "filter": {  # closed as a Pydantic model is: below the root, a raw schema is followed as it is
             "type": "object",
             "properties": {
                 "status": {"type": "string"},
-                "inner": {"type": "object", "properties": {"k": {}}},
+                "inner": {"type": "object", "properties": {"k": {}}, "additionalProperties": False},
             },
+            "additionalProperties": False,
         },
         "who": {"type": ["string", "null"], "default": "bob"},
     },

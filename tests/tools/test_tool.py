@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from toolrun import ArgumentsError, SchemaError, Tool, ToolContext, ToolDefinitionError, tool
+from toolrun import ArgumentsError, SchemaError, Tool, ToolContext, ToolDefinitionError, ToolRegistry, tool
 from toolrun.exceptions import ToolExampleError
 from toolrun.tools import RateLimit, ToolExample, parse_rate_limit
 
@@ -194,6 +194,55 @@ def test_lenient_bfcl_dialect() -> None:
     assert "$.precision: removed non-standard 'optional' flag" in t.lenient_changes
     assert any("required" in c and "ghost" in c for c in t.lenient_changes)
     assert t.validate({"number": 5, "precision": None, "extra": [1]}) == {"number": 5, "extra": [1]}
+
+
+def test_a_nested_object_takes_the_keys_its_schema_allows_and_the_root_stays_closed() -> None:
+    """BFCL's shape: `data` lists example properties and says nothing of other keys, so JSON Schema takes
+    any; the gold call sends `email` and `name`. Below the root toolrun follows the schema; unknown top-level
+    parameters are still refused, and so are keys of an object the schema closes."""
+    from jsonschema import Draft202012Validator
+
+    schema = {
+        "type": "dict",
+        "properties": {
+            "table": {"type": "string"},
+            "data": {
+                "type": "dict",
+                "description": "The row to insert.",
+                "properties": {"param1": {"type": "string"}, "param2": {"type": "integer"}},
+            },
+            "options": {
+                "type": "dict",
+                "properties": {"upsert": {"type": "boolean"}},
+                "additionalProperties": False,
+            },
+        },
+        "required": ["table", "data"],
+    }
+    t = Tool.from_schema("insert_row", "Insert a row.", schema, lenient=True)
+    gold = {"table": "users", "data": {"email": "a@example.com", "name": "Ann"}}
+    data_schema = {
+        "type": "object",
+        "properties": {"param1": {"type": "string"}, "param2": {"type": "integer"}},
+    }
+    Draft202012Validator(data_schema).validate(gold["data"])  # JSON Schema takes it
+    assert t.validate(gold) == gold
+    assert t.validate({"table": "u", "data": {"param2": 3, "extra": [1]}})["data"] == {
+        "param2": 3,
+        "extra": [1],
+    }
+    with pytest.raises(ArgumentsError) as info:  # what the schema does say is still checked
+        t.validate({"table": "u", "data": {"param2": "three"}})
+    assert [p.path for p in info.value.problems] == ["data.param2"]
+    with pytest.raises(ArgumentsError, match="unknown field"):
+        t.validate({**gold, "not_a_parameter": 1})
+    with pytest.raises(ArgumentsError) as info:
+        t.validate({**gold, "options": {"upsert": True, "ttl": 5}})
+    assert "ttl" in info.value.render()
+    # The export is closed all the same: a strict export needs it, and it stays strict.
+    assert t.parameters["properties"]["data"]["additionalProperties"] is False
+    [definition] = ToolRegistry([t]).definitions("openai", strict=True)
+    assert definition["function"]["strict"] is True
 
 
 def test_lenient_widens_unknown_types_saying_so_and_bounds_depth() -> None:

@@ -25,6 +25,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, M
 from typing import Any, Literal, cast
 
 from toolrun.agent._boundary import (
+    TOO_MANY_CALLS,
     CheckedCalls,
     OutputLimits,
     TextCleaner,
@@ -353,6 +354,10 @@ class Agent:
             decision = approvals.get(pending.confirmation_id)
             if isinstance(decision, Approve) and decision.arguments is not None:
                 checked = await self.executor.preview_edit(pending.confirmation_id, ctx, decision.arguments)
+                if _lost_to_another_decision(checked):  # decided since the run was bound: see below
+                    _refuse_lost(run, pending.confirmation_id)
+                    yield RunFinished(run=run)
+                    return
                 if checked.error is not None:
                     raise ValueError(
                         f"The edited arguments for {pending.call.name!r} ({pending.confirmation_id}) were "
@@ -374,6 +379,12 @@ class Agent:
                 result = await self.executor.approve(pending.confirmation_id, ctx)
             else:
                 result = await self.executor.deny(pending.confirmation_id, ctx)
+            if _lost_to_another_decision(result):
+                # The record was there when the run was bound and gone when it was consumed: another resume
+                # (a double click reaching two processes) decided it in between and owns the run from here.
+                _refuse_lost(run, pending.confirmation_id)
+                yield RunFinished(run=run)
+                return
             result.call_id = pending.call.id
             self._replace_result(run, pending.call.id, result)
             yield ToolCallFinished(call=pending.call, result=result, step=run.steps)
@@ -854,13 +865,17 @@ class Agent:
         for call in calls:
             streak = 0
             for record in reversed(run.tool_calls):
-                if record.call.name != call.name:
+                if record.call.name != call.name or _refused_unrun(record.result):
                     continue
                 if record.result.status != "error":
                     break
                 streak += 1
             if streak >= self.max_tool_errors:
-                last = next(r for r in reversed(run.tool_calls) if r.call.name == call.name).result
+                last = next(
+                    r
+                    for r in reversed(run.tool_calls)
+                    if r.call.name == call.name and not _refused_unrun(r.result)
+                ).result
                 code = last.error.code if last.error is not None else "?"
                 run.status = "failed"
                 run.error = (
@@ -910,6 +925,31 @@ class Agent:
             if record.call.id == call_id:
                 record.result = result
                 return
+
+
+def _refused_unrun(result: ToolResult) -> bool:
+    """A call the model boundary held back for the per-response limit (`TOO_MANY_CALLS`): the tool never
+    saw it, so it is no failure of the tool; the model reads the refusal and sends the call again
+    (docs/security.md)."""
+    error = result.error
+    return error is not None and error.code == TOO_MANY_CALLS
+
+
+def _lost_to_another_decision(result: ToolResult) -> bool:
+    """Whether approve/deny found no record of a confirmation that `_bind_pending` had just found: it was
+    consumed in between, by a concurrent decision on the same run."""
+    error = result.error
+    return error is not None and error.code == ErrorCode.CONFIRMATION_NOT_FOUND
+
+
+def _refuse_lost(run: AgentRun, confirmation_id: str) -> None:
+    """End a resume that another one overtook as a later replay ends: refused, with no model request and
+    nothing of the other resume's decision written into this run's history."""
+    run.status = "failed"
+    run.error = (
+        f"Confirmation {confirmation_id!r} was decided by another resume of this run at the same moment; "
+        "that resume carries the run on. Nothing more of this resume ran."
+    )
 
 
 def _same_arguments(a: Any, b: Any) -> bool:

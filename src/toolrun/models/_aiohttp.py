@@ -35,6 +35,7 @@ from toolrun.models._errors import (
     ProviderUnavailableError,
     error_from_status,
 )
+from toolrun.models._http import with_url_credentials
 from toolrun.models._sse import EventStream, json_body
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ class AioHTTPClient:
     """
 
     def __init__(self, base_url: str, *, headers: Mapping[str, str], provider: str) -> None:
+        base_url, headers = with_url_credentials(base_url, headers)  # aiohttp refuses both at once
         self.base_url = base_url.rstrip("/")
         self.provider = provider
         self._headers = {"content-type": "application/json", "accept": "application/json", **headers}

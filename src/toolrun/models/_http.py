@@ -86,6 +86,7 @@ class HTTPClient:
     ) -> None:
         import httpx
 
+        base_url, headers = with_url_credentials(base_url, headers)
         self.base_url = base_url.rstrip("/")
         self.provider = provider
         self._headers = {"content-type": "application/json", "accept": "application/json", **headers}
@@ -246,6 +247,29 @@ def _counted_class() -> type:
             await self._stream.aclose()
 
     return Counted
+
+
+def with_url_credentials(base_url: str, headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """`base_url` without its userinfo, and `headers` with that userinfo as their authorization.
+
+    `http://KEY@gateway:8000/v1` (the form docs/service.md shows) carries the gateway's credentials in the
+    URL. They are sent as HTTP Basic authorization, as the SDK transport (httpx's client), curl and every
+    browser send a URL's userinfo, in place of any other authorization header; and they leave the URL, so
+    that no transport sees a URL with credentials beside an authorization header (aiohttp refuses that) and
+    no error or log line carries them.
+    """
+    import base64
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(base_url)
+    if "@" not in parts.netloc:
+        return base_url, dict(headers)
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    kept = {name: value for name, value in headers.items() if name.lower() != "authorization"}
+    kept["authorization"] = "Basic " + base64.b64encode(plain).decode("ascii")
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), kept
 
 
 def _proxied(url: str) -> bool:

@@ -16,7 +16,7 @@ OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 # scheme://host[:port][/path], then ":" and the model name. The path may not contain ":"; the model name
 # may (Ollama's "llama3.1:8b"), which is why the URL is matched by its shape rather than split on a ":".
 _COMPATIBLE = re.compile(
-    r"^(?P<url>https?://(?:\[[^\]/]+\]|[^/:\[\]]+)(?::\d+)?(?:/[^:]*)?):(?P<model>[^:].*)$",
+    r"^(?P<url>https?://(?:[^/@]*@)?(?:\[[^\]/]+\]|[^/:\[\]]+)(?::\d+)?(?:/[^:]*)?):(?P<model>[^:].*)$",
     re.IGNORECASE,
 )
 

@@ -186,7 +186,10 @@ class OpenAIModel(_SDKClientModel):
     def name(self) -> str:
         if self.base_url is None:
             return f"openai:{self.model_name}"
-        return f"openai-compatible:{self.base_url}:{self.model_name}"
+        from toolrun.models._http import with_url_credentials
+
+        url, _ = with_url_credentials(self.base_url, {})  # a URL's credentials never reach a name or a log
+        return f"openai-compatible:{url}:{self.model_name}"
 
     # --------------------------------------------------------------------------------------------------
     # The SDK

@@ -28,12 +28,31 @@ __all__ = [
     "AuditRecord",
     "AuditSink",
     "InMemoryAuditSink",
+    "audit_call_id",
     "canonical_json",
     "emit_log_record",
     "log_audit_record",
 ]
 
 AuditAction = Literal["execute", "approve", "deny"]
+
+
+def audit_call_id(call_id: Any) -> str:
+    """The call id an audit record (and a log line) carries: the id itself when it has the form every
+    provider gives ids (1-64 of `[A-Za-z0-9_-]`, which the agent's model boundary ensures), else `~` and
+    16 hex digits of a BLAKE2b hash of it.
+
+    A call id is written by whoever calls the executor (a model through MCP or LangGraph, a client): a
+    short one is no less their text than a long one. In its hashed form it cannot carry content or break
+    the `key=value` line (`x outcome=ok`, a newline) or a column, and two records of one call still
+    correlate.
+    """
+    if type(call_id) is str and 0 < len(call_id) <= 64 and call_id.isascii():  # the common case, fast
+        rest = call_id.replace("_", "").replace("-", "")
+        if not rest or rest.isalnum():
+            return call_id
+    raw = str(call_id).encode("utf-8", "surrogatepass")
+    return "~" + hashlib.blake2b(raw, digest_size=8).hexdigest()
 
 
 class AuditRecord(msgspec.Struct, frozen=True, gc=False):

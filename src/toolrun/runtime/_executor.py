@@ -37,7 +37,7 @@ from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._approvals import describe_changes, make_preview
-from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, log_audit_record
+from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, audit_call_id, log_audit_record
 from toolrun.runtime._budget import READ_RESULT, ArtifactStore, InMemoryArtifactStore, read_result_tool
 from toolrun.runtime._chain import ChainStep, run_chain
 from toolrun.runtime._events import (
@@ -836,7 +836,7 @@ class ToolExecutor:
             record = AuditRecord(  # positional: one C call (see AuditRecord)
                 action,
                 tool_name,
-                result.call_id,
+                audit_call_id(result.call_id),
                 ctx.trace_id,
                 ctx.conversation_id,
                 ctx.user_id,
@@ -1094,7 +1094,7 @@ class ToolExecutor:
         record = AuditRecord(
             action,
             tool_name,
-            result.call_id,
+            audit_call_id(result.call_id),
             ctx.trace_id,
             ctx.conversation_id,
             ctx.user_id,

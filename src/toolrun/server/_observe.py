@@ -1,7 +1,8 @@
 """Structured JSON logs and Prometheus metrics, both content-free.
 
 One log line per request, per run and per tool call, with request/conversation/run/call/user ids, the
-outcome and the duration — never message text, tool arguments or results (a canary test holds us to it).
+outcome and the duration (a tool call's line names its tool by its metric label, below, and its call id as
+the audit does) — never message text, tool arguments or results (a canary test holds us to it).
 Metrics live in a `CollectorRegistry` of their own per app (no process globals): requests, runs and tool
 calls by outcome, latency histograms, and audit records dropped. Every label value comes from a closed set
 the server defines: routes are templates (`unmatched` for the rest), and a tool label is a registered
@@ -23,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from toolrun.agent import AgentRun
 from toolrun.results import ToolResult
+from toolrun.runtime._audit import audit_call_id
 from toolrun.tools import ToolCall
 
 __all__ = ["UNREGISTERED", "JSONFormatter", "Observer", "configure_logging"]
@@ -211,8 +213,8 @@ class Observer:
                 "user_id": user_id,
                 "conversation_id": conversation_id,
                 "run_id": run_id,
-                "call_id": call.id,
-                "tool": call.name,
+                "call_id": audit_call_id(call.id),
+                "tool": label,  # as in the metrics: a name the model made up is no log field either
                 "outcome": result.status,
                 "code": code,
                 "duration_ms": round(result.duration * 1000, 3),

@@ -241,10 +241,15 @@ class Tool:
                 f"type {schema.get('type')!r}. Wrap a single value in an object with one property."
             )
         schema.setdefault("properties", {})
-        # Unknown fields are rejected unless the schema explicitly allows them, at every depth; the export
-        # says so too.
+        # Unknown parameters are rejected unless the schema explicitly allows them. Below the root the
+        # arguments are validated as the schema says: a nested object that lists `properties` and is silent
+        # about other keys takes other keys, as JSON Schema (and the server behind an MCP tool) would
+        # (BFCL's `data: {param1, param2}` called with `email` and `name`). The exported schema closes such
+        # objects all the same: a strict export needs it, and a model that sends the listed keys only is
+        # always accepted.
         if not schema.get("patternProperties"):
             schema.setdefault("additionalProperties", False)
+        validated = copy.deepcopy(schema)
         close_objects(schema)
         # Imported here: only raw-schema tools need `jsonschema` (~100 ms), so `import toolrun` skips it.
         from jsonschema import Draft202012Validator
@@ -271,7 +276,7 @@ class Tool:
         self.parameters = schema
         self.lenient_changes = changes
         self.options = build_options(name, dict(options))
-        self._validator = JsonSchemaArguments(name, schema, coerce=self.options.coerce)
+        self._validator = JsonSchemaArguments(name, validated, coerce=self.options.coerce)
         self._make_validator = None
         self._declared_output_schema = dict(output_schema) if output_schema is not None else None
         self._return_type = inspect.Signature.empty

@@ -53,6 +53,17 @@ async def test_page_has_a_strict_csp_no_inline_script_and_the_demo_label(service
     assert "innerHTML" not in view and "insertAdjacentHTML" not in view
 
 
+async def test_the_csp_in_the_docs_is_the_one_the_page_is_served_with(service: Service) -> None:
+    """docs/frontends.md prints the page's policy; it is read from the page and compared, so it cannot
+    drift from the header again (it once lacked `blob:` in img-src)."""
+    page = (Path(__file__).parents[3] / "docs" / "frontends.md").read_text(encoding="utf-8")
+    found = re.search(r"^```\n(Content-Security-Policy:.*?)^```", page, re.M | re.S)
+    assert found is not None, "docs/frontends.md no longer shows the page's Content-Security-Policy"
+    name, _, value = " ".join(found[1].split()).partition(": ")
+    served = await service.alice.http.get("/", headers={"Authorization": ""})
+    assert (name, value) == ("Content-Security-Policy", served.headers["content-security-policy"])
+
+
 async def test_ag_ui_errors_before_any_stream(service: Service) -> None:
     http = service.alice.http
     body = {"threadId": "t", "runId": "r", "messages": []}
