@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 __all__ = [
@@ -62,7 +63,9 @@ def load_app_option(spec: str | None) -> Any:
     try:
         app = load_app(spec)
     except AppError as exc:
-        raise fail(str(exc), 2) from None
+        # One line however narrow the terminal, and the message as written (it may hold `[a-z0-9-]`).
+        err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
     if spec:
         os.environ["TOOLRUN_APP"] = spec.strip()
     return app
