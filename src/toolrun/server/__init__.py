@@ -5,6 +5,7 @@ from toolrun.server import App, Panel, Settings, create_app
 
 app = App(name="notes", title="Notes", tools=[add_note, list_notes], panel=Panel(title="Notes", tool="list_notes"))
 api = create_app(Settings(), app=app)   # reads TOOLRUN_* from the environment (and .env); no module-level app
+mount(host, app, prefix="/assistant", user=current_user)   # inside your own FastAPI app, your auth
 ```
 
 Without an app, the task assistant (`toolrun.apps.tasks:app`) is served.
@@ -20,6 +21,7 @@ This package needs the `server` extra and is never imported by `import toolrun`.
 from toolrun.server._app import ROUTERS, create_app
 from toolrun.server._apps import App, AppError, AppResources, Panel, load_app
 from toolrun.server._errors import ServiceError
+from toolrun.server._mount import mount
 from toolrun.server._service import ChatService, RunHandle
 from toolrun.server._settings import Settings, SettingsError
 from toolrun.server._state import ServerState
@@ -41,4 +43,5 @@ __all__ = [
     "UserStore",
     "create_app",
     "load_app",
+    "mount",
 ]
