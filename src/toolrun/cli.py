@@ -81,7 +81,9 @@ def db_upgrade(
     asyncio.run(upgrade(settings.database_url, revision, app=served))
     line = f"database at revision {asyncio.run(current_revision(settings.database_url))}"
     if served.migrations is not None:
-        line += f" (app {served.name} at {asyncio.run(app_revision(settings.database_url, served)) or 'none'})"
+        line += (
+            f" (app {served.name} at {asyncio.run(app_revision(settings.database_url, served)) or 'none'})"
+        )
     out.print(line)
 
 
@@ -125,7 +127,9 @@ def db_purge(
     TOOLRUN_CONFIRMATION_RETENTION seconds past their expiry."""
     from toolrun.server._maintenance import STORES, purge
 
-    load_app_option(app_spec)  # the service's stores: the same for every app, but a bad name is still a mistake
+    load_app_option(
+        app_spec
+    )  # the service's stores: the same for every app, but a bad name is still a mistake
     purged, deleted = asyncio.run(purge(_settings(database_url=database_url)))
     for name in STORES:
         if name not in purged:
@@ -271,7 +275,11 @@ def create_service_app(settings: Any, **app_options: Any) -> Any:
 def serve(
     target: Annotated[
         str | None,
-        typer.Argument(metavar="[MODULE:APP]", help="The App to serve, e.g. notes_app:app (as --app).", show_default=False),
+        typer.Argument(
+            metavar="[MODULE:APP]",
+            help="The App to serve, e.g. notes_app:app (as --app).",
+            show_default=False,
+        ),
     ] = None,
     host: Annotated[str, typer.Option(metavar="HOST", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(metavar="PORT", help="Port (0: any free port).")] = 8000,

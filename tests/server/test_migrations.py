@@ -189,7 +189,9 @@ async def _a_database_from_before_the_split(url: str) -> None:
     engine = create_engine(url)
     store = TaskStore(engine)
     try:
-        task = await store.create("u1", title="water the plants", description=None, priority="low", eta=None, tags=[])
+        task = await store.create(
+            "u1", title="water the plants", description=None, priority="low", eta=None, tags=[]
+        )
         async with engine.begin() as conn:  # the state such a database is in: tables, but no app history
             await conn.execute(sa.text("DROP TABLE alembic_version_tasks"))
         assert await app_revision(url) is None and await current_revision(url) == head_revision()
@@ -219,4 +221,6 @@ async def test_the_service_history_makes_no_task_table(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path}/bare.db"
     await upgrade(url, app=App(name="bare", title="Bare"))
     found = await _columns(url)
-    assert "toolrun_users" in found and not any(t.startswith(("toolrun_task", "toolrun_attach")) for t in found)
+    assert "toolrun_users" in found and not any(
+        t.startswith(("toolrun_task", "toolrun_attach")) for t in found
+    )

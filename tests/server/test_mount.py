@@ -60,38 +60,60 @@ async def test_the_app_mounted_in_a_host_with_the_hosts_auth(tmp_path: Path) -> 
             me = (await http.get("/assistant/api/v1/me")).json()
             assert me["user_id"] == "acct-ada" and me["roles"] == ["member"]
 
-            added = (await http.post("/assistant/api/v1/chat", json={"message": '/add_note {"text": "hi"}'})).json()
+            added = (
+                await http.post("/assistant/api/v1/chat", json={"message": '/add_note {"text": "hi"}'})
+            ).json()
             note = result_of(added, "add_note")
-            stream = sse((await http.post("/assistant/api/v1/chat/stream", json={"message": "/list_notes"})).text)
+            stream = sse(
+                (await http.post("/assistant/api/v1/chat/stream", json={"message": "/list_notes"})).text
+            )
             assert [d["result"] for n, d in stream if n == "tool_call_finished"] == [{"notes": [note]}]
-            body = {"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "/list_notes"}]}
+            body = {
+                "threadId": "t",
+                "runId": "r",
+                "messages": [{"id": "m", "role": "user", "content": "/list_notes"}],
+            }
             ag = [d for _, d in sse((await http.post("/assistant/api/v1/ag-ui", json=body)).text)]
             assert [json.loads(e["content"])["value"] for e in ag if e["type"] == "TOOL_CALL_RESULT"] == [
                 {"notes": [note]}
             ]
             user = {"id": "u", "role": "user", "parts": [{"type": "text", "text": "/list_notes"}]}
-            ai = await http.post("/assistant/api/v1/ai-sdk", json={"id": "c", "messages": [user], "trigger": "submit-message"})
-            assert [p["output"]["value"] for _, p in sse(ai.text) if p["type"] == "tool-output-available"] == [
-                {"notes": [note]}
-            ]
+            ai = await http.post(
+                "/assistant/api/v1/ai-sdk", json={"id": "c", "messages": [user], "trigger": "submit-message"}
+            )
+            assert [
+                p["output"]["value"] for _, p in sse(ai.text) if p["type"] == "tool-output-available"
+            ] == [{"notes": [note]}]
             tools = (await http.get("/assistant/api/v1/tools", params={"format": "mcp"})).json()["tools"]
             assert {t["name"] for t in tools} == NOTE_TOOLS
 
             asked = (
-                await http.post("/assistant/api/v1/chat", json={"message": f'/delete_note {{"note_id": "{note["id"]}"}}'})
+                await http.post(
+                    "/assistant/api/v1/chat", json={"message": f'/delete_note {{"note_id": "{note["id"]}"}}'}
+                )
             ).json()
             cid = asked["pending"][0]["confirmation_id"]
-            other = await http.post(f"/assistant/api/v1/confirmations/{cid}", json={"approve": True}, headers={"X-User": "root"})
+            other = await http.post(
+                f"/assistant/api/v1/confirmations/{cid}", json={"approve": True}, headers={"X-User": "root"}
+            )
             assert other.status_code == 404  # another account of the host's cannot decide it
-            assert (await http.post(f"/assistant/api/v1/confirmations/{cid}", json={"approve": True})).status_code == 200
+            assert (
+                await http.post(f"/assistant/api/v1/confirmations/{cid}", json={"approve": True})
+            ).status_code == 200
             assert (await http.get("/assistant/api/v1/app/panel")).json()["value"] == {"notes": []}
 
             # the host's auth, not toolrun's tokens: no header (or a toolrun token alone) is refused
             _, token = await mounted.state.toolrun.users.add("eve")
-            for headers in ({"X-User": ""}, {"X-User": "mallory"}, {"X-User": "", "Authorization": f"Bearer {token}"}):
+            for headers in (
+                {"X-User": ""},
+                {"X-User": "mallory"},
+                {"X-User": "", "Authorization": f"Bearer {token}"},
+            ):
                 refused = await http.get("/assistant/api/v1/app/panel", headers=headers)
                 assert refused.status_code == 401, headers
-            assert (await http.post("/assistant/api/v1/chat", json={"message": "hi"}, headers={"X-User": ""})).status_code == 401
+            assert (
+                await http.post("/assistant/api/v1/chat", json={"message": "hi"}, headers={"X-User": ""})
+            ).status_code == 401
 
         async with uvicorn_serving(host) as base:
             await http_ok(base)
@@ -112,10 +134,16 @@ async def _mcp_status(url: str, headers: dict[str, str]) -> int:
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
     }
     async with httpx.AsyncClient() as http:
-        r = await http.post(url, json=body, headers={**headers, "Accept": "application/json, text/event-stream"})
+        r = await http.post(
+            url, json=body, headers={**headers, "Accept": "application/json, text/event-stream"}
+        )
     return r.status_code
 
 

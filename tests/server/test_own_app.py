@@ -76,7 +76,9 @@ async def serve_app(settings: Any, **options: Any) -> AsyncIterator[Service]:
 async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    )
     task = asyncio.create_task(server.serve())
     try:
         while not server.started:
@@ -90,7 +92,7 @@ async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
 
 
 async def mcp_names_and_call(url: str, headers: dict[str, str], tool: str) -> tuple[set[str], Any]:
-    """The tools an MCP client sees at `url`, and the structured result of calling `tool` with no arguments."""
+    """The tools an MCP client sees at `url`, and the structured result of `tool` called with no arguments."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -140,14 +142,20 @@ async def _every_door(service: Service) -> None:
     assert finished["result"] == {"notes": [note]}
 
     # AG-UI
-    body = {"threadId": "t1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "/list_notes"}]}
+    body = {
+        "threadId": "t1",
+        "runId": "r1",
+        "messages": [{"id": "m1", "role": "user", "content": "/list_notes"}],
+    }
     ag = [data for _, data in sse((await alice.post("/api/v1/ag-ui", json=body)).text)]
     (ag_result,) = [e for e in ag if e["type"] == "TOOL_CALL_RESULT"]
     assert json.loads(ag_result["content"])["value"] == {"notes": [note]}
 
     # the AI SDK stream
     user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "/list_notes"}]}
-    ai = await alice.post("/api/v1/ai-sdk", json={"id": "chat-1", "messages": [user], "trigger": "submit-message"})
+    ai = await alice.post(
+        "/api/v1/ai-sdk", json={"id": "chat-1", "messages": [user], "trigger": "submit-message"}
+    )
     (output,) = [p for _, p in sse(ai.text) if p["type"] == "tool-output-available"]
     assert output["output"]["value"] == {"notes": [note]}
 
@@ -158,13 +166,21 @@ async def _every_door(service: Service) -> None:
     assert (await alice.get("/api/v1/notes/count")).json() == {"count": 1}  # the notes app's is
 
     # an approval of the app's destructive tool, for its user only
-    asked = (await alice.post("/api/v1/chat", json={"message": f'/delete_note {{"note_id": "{note["id"]}"}}'})).json()
+    asked = (
+        await alice.post("/api/v1/chat", json={"message": f'/delete_note {{"note_id": "{note["id"]}"}}'})
+    ).json()
     [pending] = asked["pending"]
     assert pending["tool"] == "delete_note"
     assert (await service.bob.decide(pending["confirmation_id"], True)).status_code == 404
     assert (await service.alice.decide(pending["confirmation_id"], True)).status_code == 200
     panel = (await alice.get("/api/v1/app/panel")).json()
-    assert panel == {"title": "Your notes", "tool": "list_notes", "status": "ok", "value": {"notes": []}, "error": None}
+    assert panel == {
+        "title": "Your notes",
+        "tool": "list_notes",
+        "status": "ok",
+        "value": {"notes": []},
+        "error": None,
+    }
 
     # the panel is each user's own, and needs a user
     await bob.post("/api/v1/chat", json={"message": '/add_note {"text": "bob only"}'})
@@ -218,9 +234,14 @@ async def test_the_apps_migrations_have_their_own_history(tmp_path: Path) -> Non
 def test_an_app_that_cannot_be_served_says_why(tmp_path: Path) -> None:
     settings = sqlite_settings(tmp_path)
     with pytest.raises(AppError, match="must be read-only"):
-        create_app(settings, app=App(name="x", title="X", tools=notes_app.tools, panel=Panel(title="p", tool="add_note")))
+        create_app(
+            settings,
+            app=App(name="x", title="X", tools=notes_app.tools, panel=Panel(title="p", tool="add_note")),
+        )
     with pytest.raises(AppError, match="not one of the app's tools"):
-        create_app(settings, app=App(name="x", title="X", tools=notes_app.tools, panel=Panel(title="p", tool="nope")))
+        create_app(
+            settings, app=App(name="x", title="X", tools=notes_app.tools, panel=Panel(title="p", tool="nope"))
+        )
     with pytest.raises(AppError, match=r"\[a-z0-9-\]"):
         App(name="Notes App", title="X")
     with pytest.raises(AppError, match="not 'module:attribute'"):
@@ -229,6 +250,6 @@ def test_an_app_that_cannot_be_served_says_why(tmp_path: Path) -> None:
         load_app("no_such_module_here:app")
     with pytest.raises(AppError, match="no attribute 'nope'"):
         load_app("toolrun.apps.tasks:nope")
-    with pytest.raises(AppError, match="not a toolrun.server.App"):
+    with pytest.raises(AppError, match=r"not a toolrun\.server\.App"):
         load_app("toolrun.apps.tasks:task_tools")
     assert load_app(None).name == "tasks"  # the task assistant, by name only

@@ -3,7 +3,8 @@
 ```python
 from toolrun.server import App, Panel, Settings, create_app
 
-app = App(name="notes", title="Notes", tools=[add_note, list_notes], panel=Panel(title="Notes", tool="list_notes"))
+app = App(name="notes", title="Notes",
+          tools=[add_note, list_notes], panel=Panel(title="N", tool="list_notes"))
 api = create_app(Settings(), app=app)   # reads TOOLRUN_* from the environment (and .env); no module-level app
 mount(host, app, prefix="/assistant", user=current_user)   # inside your own FastAPI app, your auth
 ```

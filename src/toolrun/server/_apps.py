@@ -122,7 +122,7 @@ class App:
     migrations: str | Path | None = None
     """Optional: the app's own Alembic version folder, applied after the service's (own version table)."""
     demo_model: Model | Callable[[], Model] | None = None
-    """Optional: the offline model used when `TOOLRUN_MODEL` is unset (`demo`); a factory is called per app."""
+    """Optional: the offline model used when `TOOLRUN_MODEL` is unset (`demo`); or a factory of one."""
     description: str = ""
     """Optional: a short description of what the assistant does (the page's intro)."""
 
@@ -234,7 +234,7 @@ def app_prompt(instructions: Any, override: str | None) -> Any:
     raise AppError(f"instructions is a {type(chosen).__name__}: give a str, a callable(ctx) or a Prompt.")
 
 
-# -- module:attribute -----------------------------------------------------------------------------------------
+# -- module:attribute -------------------------------------------------------------------------------------
 
 
 def load_app(spec: str | App | None) -> App:
@@ -259,7 +259,9 @@ def load_app(spec: str | App | None) -> App:
             ) from None
         raise AppError(f"importing {module_name!r} for --app {target!r} failed: {exc}.") from None
     except Exception as exc:
-        raise AppError(f"importing {module_name!r} for --app {target!r} failed: {type(exc).__name__}: {exc}") from None
+        raise AppError(
+            f"importing {module_name!r} for --app {target!r} failed: {type(exc).__name__}: {exc}"
+        ) from None
     value: Any = module
     for part in attribute.split("."):
         if not hasattr(value, part):
