@@ -253,3 +253,38 @@ def test_an_app_that_cannot_be_served_says_why(tmp_path: Path) -> None:
     with pytest.raises(AppError, match=r"not a toolrun\.server\.App"):
         load_app("toolrun.apps.tasks:task_tools")
     assert load_app(None).name == "tasks"  # the task assistant, by name only
+
+
+async def test_a_remote_mcp_toolset_is_served_through_the_same_gates(tmp_path: Path) -> None:
+    """`tools=[MCPToolset(...)]`: the remote server's tools are fetched when the service starts and served
+    by every door like the app's own (here an in-process MCP server)."""
+    from toolrun import ToolContext, ToolRegistry, tool
+    from toolrun.mcp import MCPToolset, create_server
+
+    @tool(read_only=True)
+    def forecast(city: str = "Paris", *, ctx: ToolContext) -> dict[str, str]:
+        """Tomorrow's weather.
+
+        Args:
+            city: The city.
+        """
+        return {"city": city, "weather": "sunny"}
+
+    remote = MCPToolset(create_server(ToolRegistry([forecast])), trusted=True)
+    weather = App(
+        name="weather", title="Weather", tools=[remote], panel=Panel(title="Tomorrow", tool="forecast")
+    )
+    settings = sqlite_settings(tmp_path)
+    await upgrade(settings.database_url, app=weather)
+    app = create_app(settings, app=weather)
+    _, token = await app.state.toolrun.users.add("ada")
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as http:
+            listed = (await http.get("/api/v1/tools", params={"format": "mcp"})).json()["tools"]
+            said = (await http.post("/api/v1/chat", json={"message": '/forecast {"city": "Oslo"}'})).json()
+            panel = (await http.get("/api/v1/app/panel")).json()
+    assert [t["name"] for t in listed] == ["forecast"]
+    assert result_of(said, "forecast") == {"city": "Oslo", "weather": "sunny"}
+    assert panel["status"] == "ok" and panel["value"] == {"city": "Paris", "weather": "sunny"}
