@@ -19,7 +19,7 @@ from toolrun.server._apps import App, AppResources, app_prompt, check_panel, loa
 from toolrun.server._audit_sink import SQLAuditSink
 from toolrun.server._db import create_engine
 from toolrun.server._demo import generic_demo_model
-from toolrun.server._errors import Problem, install_error_handlers
+from toolrun.server._errors import PROBLEM_RESPONSES, Problem, install_error_handlers
 from toolrun.server._maintenance import Maintenance
 from toolrun.server._middleware import RequestMiddleware
 from toolrun.server._observe import Observer
@@ -248,8 +248,8 @@ def create_app(
     install_error_handlers(api)
     for router in ROUTERS:
         api.include_router(router)
-    for router in served.routers:
-        api.include_router(router, prefix="/api/v1")
+    for router in served.routers:  # its errors are the service's problem+json too: documented as such
+        api.include_router(router, prefix="/api/v1", responses=PROBLEM_RESPONSES)
     api.add_middleware(RequestMiddleware, observer=obs, max_body_bytes=settings.max_body_bytes)
 
     def openapi() -> dict[str, Any]:
