@@ -53,9 +53,10 @@ def test_db_and_users(env: Path) -> None:
     r = runner.invoke(app, ["users", "revoke", "alice"])
     assert r.exit_code == 0 and "revoked 1 token(s)" in r.output
     assert runner.invoke(app, ["users", "revoke", "nobody"]).exit_code == 1
-    assert runner.invoke(app, ["db", "current"]).output.strip() == head_revision()
+    current = runner.invoke(app, ["db", "current"]).output.strip().splitlines()
+    assert current == [head_revision(), f"app tasks: {head_revision('toolrun.apps.tasks:app')}"]
     assert runner.invoke(app, ["db", "downgrade", "base"]).exit_code == 0
-    assert runner.invoke(app, ["db", "current"]).output.strip() == "none"
+    assert runner.invoke(app, ["db", "current"]).output.split() == ["none", "app", "tasks:", "none"]
 
 
 def test_db_purge_deletes_what_has_expired_and_says_so(env: Path) -> None:

@@ -1,20 +1,29 @@
 """Every ```python block in README.md and docs/ runs, so no page can drift from the code.
 
 The blocks of one page run in order in one namespace (a page is a story: later blocks use names from earlier
-ones), in a fresh interpreter with the project's root as working directory. Top-level `await` is allowed,
-as in a notebook. A block that prints what the page says it prints can pin that with a following
-` ```text ` block whose first line is `# output` — the collector compares them.
+ones), in a fresh interpreter with the project's root as working directory. A block that prints what the
+page says it prints can pin that with a following ` ```text ` block whose first line is `# output` — the
+collector compares them.
+
+People paste examples into files: each block runs as a file (`asyncio.run(main())`), or says where it runs.
+A block with top-level `await` must begin with `AWAIT_MARKER` (it runs in `python -m asyncio`, IPython or
+Jupyter, as it says); only such blocks are compiled with top-level await allowed, so an unmarked one is a
+SyntaxError here as it is in a file. A block that begins with `# file: NAME.py` is also saved under that
+name (in a folder of the page's own, on `PYTHONPATH`), so that a later block can import it as a reader's
+file would (`from notes_app import app`); it runs with `__file__` set to that path.
 
 Only ` ```python ` blocks run; shell, JSON, TOML and text blocks are shown, never executed.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
-# Runs the blocks of one page: each compiled with top-level await allowed, awaited on one event loop.
+AWAIT_MARKER = "# Top-level await: run this in `python -m asyncio`, IPython or Jupyter."
+"""The first line of a block that awaits at top level: where it runs, for a reader about to paste it."""
+
+# Runs the blocks of one page: a marked block compiled with top-level await allowed and awaited on one event
+# loop; any other block compiled as a file would be.
 _RUNNER = r"""
 import ast, asyncio, json, sys, types
 blocks = json.loads(sys.stdin.read())
@@ -31,9 +44,11 @@ namespace = {"__name__": "__docs__"}
 # One loop for every block with top-level await; it is not running between blocks, so a block that calls
 # asyncio.run() itself (a script's style) works too.
 with asyncio.Runner() as runner:
-    for index, (line, code) in enumerate(blocks):
+    for index, (line, code, marked, path) in enumerate(blocks):
         source = "\n" * (line - 1) + code  # tracebacks give the page's own line numbers
-        compiled = compile(source, sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        namespace["__file__"] = path
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if marked else 0
+        compiled = compile(source, sys.argv[1], "exec", flags=flags)
         result = eval(compiled, namespace)
         if isinstance(result, types.CoroutineType):
             runner.run(result)
@@ -69,6 +84,59 @@ def test_collector_finds_blocks_and_expected_output(tmp_path: Path) -> None:
     assert python_blocks(page) == [(4, "print(1)\n", "1\n")]
 
 
+_FILE = re.compile(r"# file: ([\w./-]+\.py)\n")
+
+
+def file_name(code: str) -> str | None:
+    """The file a block is saved as (`# file: notes_app.py` on its first line), or None."""
+    match = _FILE.match(code)
+    if match is None:
+        return None
+    name = match[1]
+    if name.startswith("/") or ".." in name.split("/"):
+        raise ValueError(f"a block's file name must stay in the page's folder: {name!r}")
+    return name
+
+
+def awaits_at_top_level(code: str) -> bool:
+    """Whether `code` is valid only with top-level await (a SyntaxError in a file)."""
+    try:
+        compile(code, "<block>", "exec")
+    except SyntaxError:
+        try:
+            compile(code, "<block>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        except SyntaxError:
+            return False
+        return True
+    return False
+
+
+def test_every_block_runs_as_a_file_or_says_where_it_runs() -> None:
+    unmarked = [
+        f"{page.relative_to(ROOT)}:{line}"
+        for page in PAGES
+        for line, code, _ in python_blocks(page)
+        if awaits_at_top_level(code) and not code.startswith(AWAIT_MARKER)
+    ]
+    assert unmarked == [], f"top-level await without {AWAIT_MARKER!r} (or wrap it: asyncio.run(main()))"
+    marked_in_vain = [
+        f"{page.relative_to(ROOT)}:{line}"
+        for page in PAGES
+        for line, code, _ in python_blocks(page)
+        if code.startswith(AWAIT_MARKER) and not awaits_at_top_level(code)
+    ]
+    assert marked_in_vain == []
+
+
+def test_the_await_rule_tells_a_file_from_a_notebook() -> None:
+    assert awaits_at_top_level("import asyncio\nawait asyncio.sleep(0)\n")
+    assert awaits_at_top_level("async with x as y:\n    pass\n")
+    assert not awaits_at_top_level(
+        "import asyncio\n\nasync def main():\n    await asyncio.sleep(0)\n\nasyncio.run(main())\n"
+    )
+    assert not awaits_at_top_level("print(1)\n")
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize(
@@ -83,9 +151,21 @@ def run_page(page: Path, python: str | Path, *, cwd: Path, env: dict[str, str] |
     blocks = python_blocks(page)
     if env is None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLRUN_", "OPENAI_", "ANTHROPIC_"))}
+    folder = Path(tempfile.mkdtemp(prefix="toolrun-docs-"))
+    sent = []
+    for line, code, _ in blocks:
+        name = file_name(code)
+        path = None
+        if name is not None:
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(code)
+            path = str(target)
+        sent.append((line, code, code.startswith(AWAIT_MARKER), path))
+    env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(folder), env.get("PYTHONPATH", "")) if p)}
     out = subprocess.run(
         [python, "-c", _RUNNER, str(page.relative_to(ROOT))],
-        input=json.dumps([(line, code) for line, code, _ in blocks]),
+        input=json.dumps(sent),
         capture_output=True,
         text=True,
         cwd=cwd,

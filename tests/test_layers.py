@@ -112,3 +112,45 @@ def test_formats_never_import_the_registry_nor_above() -> None:
         for node in ast.walk(ast.parse(path.read_text())):  # lazy and TYPE_CHECKING imports count here
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith(above), (path.name, node.module)
+
+
+def _every_import(path: Path) -> set[str]:
+    """Every module `path` imports: at import time, inside functions and under TYPE_CHECKING alike."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_the_server_imports_nothing_from_the_apps() -> None:
+    """`toolrun.server` serves any App on the public contract: the task assistant is one App among any
+    number (ARCHITECTURE.md), named only as the default `module:attribute` string, never imported."""
+    server = SRC / "toolrun" / "server"
+    found = {
+        (str(path.relative_to(server)), name)
+        for path in server.rglob("*.py")
+        for name in _every_import(path)
+        if name == "toolrun.apps" or name.startswith("toolrun.apps.")
+    }
+    assert found == set()
+
+
+def test_the_rule_on_apps_sees_a_lazy_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from toolrun.apps.tasks import task_tools\n")
+    assert "toolrun.apps.tasks" in _every_import(module)
+
+
+def test_the_task_app_uses_only_the_servers_public_names() -> None:
+    """The task assistant is built on the contract alone: from `toolrun.server` it takes public names
+    (`App`, `Panel`, `AppResources`, `deps`), never a private module."""
+    private = set()
+    for path in (SRC / "toolrun" / "apps").rglob("*.py"):
+        for name in _every_import(path):
+            if name.startswith("toolrun.server") and any(p.startswith("_") for p in name.split(".")[2:]):
+                private.add((path.name, name))
+    assert private == set()

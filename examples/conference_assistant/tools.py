@@ -61,7 +61,7 @@ class ConferenceBackend:
         return None
 
 
-def _backend(ctx: ToolContext[Any]) -> ConferenceBackend:
+def _deps_backend(ctx: ToolContext[Any]) -> ConferenceBackend:
     if not isinstance(ctx.deps, ConferenceBackend):
         raise ToolError("NOT_CONFIGURED", "The conference back end is not configured.")
     return ctx.deps
@@ -70,9 +70,13 @@ def _backend(ctx: ToolContext[Any]) -> ConferenceBackend:
 MISSING_IDENTIFIER = "MISSING_IDENTIFIER"
 
 
-def build_registry() -> ToolRegistry:
-    """The assistant's tools (a new registry each time: duplicate names are an error)."""
+def build_registry(backend: ConferenceBackend | None = None) -> ToolRegistry:
+    """The assistant's tools (a new registry each time: duplicate names are an error). With `backend`,
+    every call uses it; without, each call's `ctx.deps` (the graph passes its own)."""
     registry = ToolRegistry()
+
+    def _backend(ctx: ToolContext[Any]) -> ConferenceBackend:
+        return backend if backend is not None else _deps_backend(ctx)
 
     @registry.register(read_only=True, private=True)
     def lookup_registration(

@@ -62,7 +62,7 @@ def _answer(results: str) -> str:
             parts.append(f"The result is {json.loads(body):g}.")
         elif tool == "whoami":
             data = json.loads(body)
-            parts.append(f"You are {data['user_id']} on the {data['plan']} plan.")
+            parts.append(f"You are {data['user_id']} on the {data.get('plan', 'free')} plan.")
     return " ".join(parts)
 
 

@@ -309,7 +309,7 @@ async def run_chat(
     from toolrun.server.migrate import upgrade
 
     settings = Settings()
-    await upgrade(settings.database_url)
+    await upgrade(settings.database_url, app=settings.app)
     local_token = token or await ensure_demo_user(settings, "demo")
     app = create_app(settings)
     async with contextlib.AsyncExitStack() as stack:

@@ -8,19 +8,23 @@ import it, not each other.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 __all__ = [
+    "AppOption",
     "WordsCommand",
     "WordsGroup",
     "ensure_demo_user",
     "err",
     "fail",
+    "load_app_option",
     "safe_url",
     "use_words",
     "with_users",
@@ -33,6 +37,38 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one error line on stderr; the `typer.Exit` to raise (1: failure, 2: usage)."""
     err.print(f"[red]error:[/red] {message}")
     return typer.Exit(code)
+
+
+AppOption = Annotated[
+    str | None,
+    typer.Option(
+        "--app",
+        metavar="MODULE:ATTR",
+        envvar="TOOLRUN_APP",
+        help="The App served, e.g. notes_app:app (default: the task assistant, toolrun.apps.tasks:app).",
+        show_envvar=True,
+    ),
+]
+"""The `--app` option of every command (or `TOOLRUN_APP`)."""
+
+
+def load_app_option(spec: str | None) -> Any:
+    """The App that `--app` (or `TOOLRUN_APP`) names, imported as uvicorn imports apps: from the current
+    folder too. A bad name is one line and exit 2, never a traceback. The choice is also put in
+    `TOOLRUN_APP`, so that what runs next (uvicorn's workers, `Settings()`) serves the same App."""
+    from toolrun.server import AppError, load_app
+
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        app = load_app(spec)
+    except AppError as exc:
+        # One line however narrow the terminal, and the message as written (it may hold `[a-z0-9-]`).
+        err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    if spec:
+        os.environ["TOOLRUN_APP"] = spec.strip()
+    return app
 
 
 async def with_users(settings: Any, fn: Any) -> Any:

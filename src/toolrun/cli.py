@@ -1,12 +1,15 @@
 """The `toolrun` command: a thin shell over the library (the commands call what the server calls).
 
 ```
-toolrun serve [--host] [--port] [--database-url] [--model] [--workers] [--demo-user NAME]
+toolrun serve [MODULE:APP] [--host] [--port] [--database-url] [--model] [--workers] [--demo-user NAME]
 toolrun users add NAME [--role ROLE]... | list | revoke NAME
 toolrun db upgrade | downgrade [REVISION] | current | purge
 toolrun tools list | export --format F [--strict] | check
 toolrun chat [--url URL --token TOKEN]       # against a running server, or in-process without --url
 ```
+
+Every command takes `--app MODULE:ATTR` (or reads `TOOLRUN_APP`): the App served, as uvicorn names apps
+(`notes_app:app`); without it, the task assistant.
 
 Exit codes: 0 success, 1 failure, 2 usage error.
 """
@@ -25,7 +28,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from toolrun._approvals_cli import app as approvals_app
-from toolrun._cli_shared import ensure_demo_user, err, use_words
+from toolrun._cli_shared import AppOption, ensure_demo_user, err, load_app_option, use_words
 from toolrun._cli_shared import fail as _fail
 from toolrun._cli_shared import with_users as _with_users
 from toolrun.mcp._cli import app as mcp_app
@@ -65,50 +68,68 @@ DatabaseURL = Annotated[
 
 @db_app.command("upgrade")
 def db_upgrade(
-    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    revision: Annotated[str, typer.Argument(help="Target revision of the service's history.")] = "head",
     database_url: DatabaseURL = None,
+    app_spec: AppOption = None,
 ) -> None:
-    """Apply the migrations (creates every table on a new database)."""
-    from toolrun.server.migrate import current_revision, upgrade
+    """Apply the migrations: the service's, then (to `head`) the app's own (creates every table on a new
+    database)."""
+    from toolrun.server.migrate import app_revision, current_revision, upgrade
 
+    served = load_app_option(app_spec)
     settings = _settings(database_url=database_url)
-    asyncio.run(upgrade(settings.database_url, revision))
-    out.print(f"database at revision {asyncio.run(current_revision(settings.database_url))}")
+    asyncio.run(upgrade(settings.database_url, revision, app=served))
+    line = f"database at revision {asyncio.run(current_revision(settings.database_url))}"
+    if served.migrations is not None:
+        line += (
+            f" (app {served.name} at {asyncio.run(app_revision(settings.database_url, served)) or 'none'})"
+        )
+    out.print(line)
 
 
 @db_app.command("downgrade")
 def db_downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision (`base`: drop every toolrun table).")],
     database_url: DatabaseURL = None,
+    app_spec: AppOption = None,
 ) -> None:
-    """Undo migrations down to REVISION."""
+    """Undo migrations down to REVISION (`base`: the app's tables too)."""
     from toolrun.server.migrate import downgrade
 
+    served = load_app_option(app_spec)
     settings = _settings(database_url=database_url)
-    asyncio.run(downgrade(settings.database_url, revision))
+    asyncio.run(downgrade(settings.database_url, revision, app=served))
     out.print(f"database downgraded to {revision}")
 
 
 @db_app.command("current")
 def db_current(
     database_url: DatabaseURL = None,
+    app_spec: AppOption = None,
 ) -> None:
-    """Print the database's revision."""
-    from toolrun.server.migrate import current_revision
+    """Print the database's revision (and the app's own, when it has migrations)."""
+    from toolrun.server.migrate import app_revision, current_revision
 
+    served = load_app_option(app_spec)
     settings = _settings(database_url=database_url)
     out.print(asyncio.run(current_revision(settings.database_url)) or "none")
+    if served.migrations is not None:
+        out.print(f"app {served.name}: {asyncio.run(app_revision(settings.database_url, served)) or 'none'}")
 
 
 @db_app.command("purge")
 def db_purge(
     database_url: DatabaseURL = None,
+    app_spec: AppOption = None,
 ) -> None:
     """Delete what has expired, once (the server does it every TOOLRUN_PURGE_INTERVAL seconds): expired
     cache entries, refilled rate-limit buckets, expired stored results, and confirmations
     TOOLRUN_CONFIRMATION_RETENTION seconds past their expiry."""
     from toolrun.server._maintenance import STORES, purge
 
+    load_app_option(
+        app_spec
+    )  # the service's stores: the same for every app, but a bad name is still a mistake
     purged, deleted = asyncio.run(purge(_settings(database_url=database_url)))
     for name in STORES:
         if name not in purged:
@@ -132,9 +153,12 @@ def users_add(
         list[str] | None, typer.Option("--role", metavar="ROLE", help="A role (repeatable; default: member).")
     ] = None,
     database_url: DatabaseURL = None,
+    app_spec: AppOption = None,
 ) -> None:
     """Create a user and print a new API token (shown once; only its hash is stored)."""
     from toolrun.server._users import UserExistsError
+
+    load_app_option(app_spec)  # users are the service's, shared by every app
 
     settings = _settings(database_url=database_url)
     try:
@@ -151,8 +175,10 @@ def users_add(
 @users_app.command("list")
 def users_list(
     database_url: DatabaseURL = None,
+    app_spec: AppOption = None,
 ) -> None:
     """List users (never tokens)."""
+    load_app_option(app_spec)
     settings = _settings(database_url=database_url)
     rows = asyncio.run(_with_users(settings, lambda users: users.list()))
     table = Table("name", "id", "roles", "active tokens", "disabled")
@@ -165,8 +191,10 @@ def users_list(
 def users_revoke(
     name: Annotated[str, typer.Argument(help="The user's name.")],
     database_url: DatabaseURL = None,
+    app_spec: AppOption = None,
 ) -> None:
     """Revoke every token of a user and disable the user."""
+    load_app_option(app_spec)
     settings = _settings(database_url=database_url)
     try:
         count = asyncio.run(_with_users(settings, lambda users: users.revoke(name)))
@@ -185,25 +213,32 @@ def create_app_from_env() -> Any:
     return create_service_app(Settings())
 
 
-def task_registry() -> Any:
-    """The task tools on the service's database: the default target of `toolrun mcp serve`.
+def app_registry(settings: Any = None, *, connect: bool = True) -> Any:
+    """The tools of the App (`TOOLRUN_APP`, default the task assistant) on the service's database: the
+    default target of `toolrun mcp serve`.
 
-    Settings come from the environment (`TOOLRUN_DATABASE_URL`, `TOOLRUN_GITHUB_API`, ...); run
-    `toolrun db upgrade` first. Each call acts for the MCP principal (`--user`): its own tasks only.
-    A database that is missing or not at this toolrun's revision is a `TargetError` here, at start
-    (nothing is created: a client such as Claude Desktop starts the server in a directory of its own).
+    Settings come from the environment (`TOOLRUN_DATABASE_URL`, ...); run `toolrun db upgrade` first. Each
+    call acts for the MCP principal (`--user`): its own rows only. Toolsets fetched at start (an
+    `MCPToolset`) are served by `toolrun serve`, whose event loop holds their connection. A database that
+    is missing or not at this toolrun's revision is a `TargetError` here, at start (nothing is created: a
+    client such as Claude Desktop starts the server in a directory of its own).
     """
-    from toolrun.apps.tasks import GitHubClient, TaskStore, task_tools
+    from sqlalchemy.ext.asyncio import create_async_engine
+
     from toolrun.mcp._cli import check_database
     from toolrun.registry import ToolRegistry
-    from toolrun.server import Settings
+    from toolrun.server import AppResources, Settings, load_app
+    from toolrun.server._apps import resolve_tools
     from toolrun.server._db import create_engine
 
-    settings = Settings()
-    check_database(settings.database_url)
-    token = settings.github_token.get_secret_value() if settings.github_token else None
-    store = TaskStore(create_engine(settings.database_url))
-    return ToolRegistry(task_tools(store, GitHubClient(settings.github_api, token=token)))
+    settings = settings if settings is not None else Settings()
+    served = load_app(settings.app)
+    if connect:
+        check_database(settings.database_url)
+    # Definitions only (`connect=False`): an engine that nothing connects to.
+    engine = create_engine(settings.database_url) if connect else create_async_engine("sqlite+aiosqlite://")
+    tools, _later = resolve_tools(served, AppResources(engine=engine, settings=settings))
+    return ToolRegistry(tools)
 
 
 def create_service_app(settings: Any, **app_options: Any) -> Any:
@@ -233,7 +268,7 @@ def create_service_app(settings: Any, **app_options: Any) -> Any:
         tasks = DurableTasks(state.agent)
     mount_mcp(
         app,
-        create_server(state.registry, executor=state.executor, tasks=tasks),
+        create_server(state.registry, executor=state.executor, tasks=tasks, name=state.app.title),
         resolve_principal=resolve,
         max_sessions_per_user=settings.mcp_max_sessions_per_user,
         session_idle_timeout=settings.mcp_session_idle_timeout,
@@ -243,6 +278,14 @@ def create_service_app(settings: Any, **app_options: Any) -> Any:
 
 @app.command()
 def serve(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[MODULE:APP]",
+            help="The App to serve, e.g. notes_app:app (as --app).",
+            show_default=False,
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(metavar="HOST", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(metavar="PORT", help="Port (0: any free port).")] = 8000,
     database_url: DatabaseURL = None,
@@ -255,12 +298,17 @@ def serve(
         typer.Option(metavar="NAME", help="Create this local user on first run and print a sign-in link."),
     ] = None,
     upgrade: Annotated[bool, typer.Option(help="Apply migrations before serving.")] = False,
+    app_spec: AppOption = None,
 ) -> None:
-    """Serve the chat API (and the page) with uvicorn."""
+    """Serve an App (default: the task assistant) with uvicorn: the page, the chat API and every door."""
     import uvicorn
 
     from toolrun.server import SettingsError
     from toolrun.server._observe import configure_logging
+
+    if target is not None and app_spec is not None and target.strip() != app_spec.strip():
+        raise _fail(f"two apps named: {target} and --app/TOOLRUN_APP {app_spec}; name one", 2)
+    served = load_app_option(target or app_spec)
 
     if database_url is not None:
         os.environ["TOOLRUN_DATABASE_URL"] = database_url
@@ -276,7 +324,7 @@ def serve(
     if upgrade:
         from toolrun.server.migrate import upgrade as do_upgrade
 
-        asyncio.run(do_upgrade(settings.database_url))
+        asyncio.run(do_upgrade(settings.database_url, app=served))
     taken = _port_taken(host, port)
     if taken is not None:
         raise _fail(
@@ -289,7 +337,7 @@ def serve(
     from toolrun.server._settings import public_model_name
 
     # The model by provider and name only: a URL's credentials never reach a terminal or a log.
-    print(f"\n  toolrun is starting with model {public_model_name(settings.model)}", file=sys.stderr)
+    print(f"\n  {served.title} is starting with model {public_model_name(settings.model)}", file=sys.stderr)
     if demo_user:
         token = asyncio.run(ensure_demo_user(settings, demo_user))
         if base:
@@ -336,23 +384,17 @@ def _port_taken(host: str, port: int) -> str | None:
 # -- tools -----------------------------------------------------------------------------------------------
 
 
-def _registry() -> Any:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from toolrun.apps.tasks import TaskStore, task_tools
-    from toolrun.registry import ToolRegistry
-
-    # Definitions only: nothing connects to this engine.
-    engine = create_async_engine("sqlite+aiosqlite:///:memory:")
-    return ToolRegistry(task_tools(TaskStore(engine)))
+def _registry(app_spec: str | None) -> Any:
+    load_app_option(app_spec)
+    return app_registry(_settings(), connect=False)
 
 
 @tools_app.command("list")
-def tools_list() -> None:
+def tools_list(app_spec: AppOption = None) -> None:
     """The tools the service serves, with their policies."""
     table = Table("confirmation", "read-only", "idempotent", "description")
     table.columns.insert(0, Column("tool", no_wrap=True))
-    for tool in _registry().tools():
+    for tool in _registry(app_spec).tools():
         o = tool.options
         table.add_row(
             tool.name,
@@ -368,19 +410,20 @@ def tools_list() -> None:
 def tools_export(
     format: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)}.")] = "openai",
     strict: Annotated[bool, typer.Option(help="Strict variants (OpenAI structured outputs).")] = False,
+    app_spec: AppOption = None,
 ) -> None:
     """Print the tool definitions in a provider's format (JSON)."""
     if format not in FORMATS:
         raise _fail(f"unknown format {format!r}; use one of {', '.join(FORMATS)}", 2)
-    print(json.dumps(_registry().definitions(format, strict=strict), indent=2, ensure_ascii=False))
+    print(json.dumps(_registry(app_spec).definitions(format, strict=strict), indent=2, ensure_ascii=False))
 
 
 @tools_app.command("check")
-def tools_check() -> None:
+def tools_check(app_spec: AppOption = None) -> None:
     """Check every definition against every provider's published rules; exit 1 on any problem."""
     from toolrun.formats import check_request
 
-    registry = _registry()
+    registry = _registry(app_spec)
     problems = 0
     checks = [("openai", False), ("openai", True), ("openai-responses", False), ("anthropic", False)]
     checks += [("gemini", False), ("mcp", False)]
@@ -415,9 +458,13 @@ def chat(
     conversation: Annotated[
         str | None, typer.Option(metavar="ID", help="Continue this conversation.")
     ] = None,
+    app_spec: AppOption = None,
 ) -> None:
     """Chat in the terminal: streaming text, y/n prompts for confirmations, a spinner while tools run."""
     from toolrun._chat_cli import run_chat
+
+    if url is None:  # in-process: this App (a server at --url serves its own)
+        load_app_option(app_spec)
 
     code = asyncio.run(run_chat(url=url, token=token, conversation_id=conversation, console=out))
     raise typer.Exit(code)

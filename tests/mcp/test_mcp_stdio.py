@@ -90,10 +90,10 @@ def test_cli_explains_a_bad_target(target: str, message: str) -> None:
 def test_missing_default_target_names_the_task_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     from toolrun.mcp import _cli
 
-    assert _cli.DEFAULT_TARGET == "toolrun.cli:task_registry"
-    monkeypatch.setattr(_cli, "DEFAULT_TARGET", "toolrun.no_such_cli:task_registry")
+    assert _cli.DEFAULT_TARGET == "toolrun.cli:app_registry"
+    monkeypatch.setattr(_cli, "DEFAULT_TARGET", "toolrun.no_such_cli:app_registry")
     with pytest.raises(_cli.TargetError, match=r"task tools are not part of this installation"):
-        _cli.load_target("toolrun.no_such_cli:task_registry")
+        _cli.load_target("toolrun.no_such_cli:app_registry")
 
 
 @pytest.mark.timeout(120)  # two server processes that import the service (slow on a loaded machine)

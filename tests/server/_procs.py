@@ -23,13 +23,18 @@ _RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 class ServeProcess:
     """`toolrun serve --port 0` in a subprocess; `url` once it listens; its stderr lines (JSON logs) kept."""
 
-    def __init__(self, env: dict[str, str], *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        extra_args: tuple[str, ...] = (),
+        launcher: tuple[str, ...] = (sys.executable, "-c", "from toolrun.cli import main; main()"),
+        cwd: str | None = None,
+    ) -> None:
         full_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [
-                sys.executable,
-                "-c",
-                "from toolrun.cli import main; main()",
+                *launcher,
                 "serve",
                 "--port",
                 "0",
@@ -39,6 +44,7 @@ class ServeProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            cwd=cwd,
         )
         self.lines: list[str] = []
         self._port: int | None = None

@@ -174,3 +174,53 @@ async def test_0004_upgrade_and_downgrade_with_rows_on_sqlite(tmp_path: Path) ->
 @pytest.mark.slow
 async def test_0004_upgrade_and_downgrade_with_rows_on_postgres(postgres_url: str) -> None:
     await _upgrade_0004_keeps_rows(postgres_url)
+
+
+async def _a_database_from_before_the_split(url: str) -> None:
+    """A database migrated before the task assistant became an App: the service's 0001 had made the task
+    tables, and there is no history of the tasks app. `upgrade` adopts them (no error, no row lost, search
+    still works); `downgrade base` then drops them with the rest."""
+    from toolrun.apps.tasks import TaskQuery, TaskStore
+    from toolrun.server.migrate import app_revision
+
+    if await current_revision(url) is not None:
+        await downgrade(url, "base")
+    await upgrade(url)
+    engine = create_engine(url)
+    store = TaskStore(engine)
+    try:
+        task = await store.create(
+            "u1", title="water the plants", description=None, priority="low", eta=None, tags=[]
+        )
+        async with engine.begin() as conn:  # the state such a database is in: tables, but no app history
+            await conn.execute(sa.text("DROP TABLE alembic_version_tasks"))
+        assert await app_revision(url) is None and await current_revision(url) == head_revision()
+        await upgrade(url)
+        assert await app_revision(url) == head_revision("toolrun.apps.tasks:app")
+        found, total = await store.query("u1", TaskQuery(text="plants"))
+        assert total == 1 and found[0].id == task.id
+        await downgrade(url, "base")
+        assert await _columns(url) == {}
+    finally:
+        await engine.dispose()
+
+
+async def test_a_database_from_before_the_split_upgrades_on_sqlite(tmp_path: Path) -> None:
+    await _a_database_from_before_the_split(f"sqlite+aiosqlite:///{tmp_path}/old.db")
+
+
+@pytest.mark.slow
+async def test_a_database_from_before_the_split_upgrades_on_postgres(postgres_url: str) -> None:
+    await _a_database_from_before_the_split(postgres_url)
+
+
+async def test_the_service_history_makes_no_task_table(tmp_path: Path) -> None:
+    """The service's own revisions make only its tables: an App without migrations gets no task table."""
+    from toolrun.server import App
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/bare.db"
+    await upgrade(url, app=App(name="bare", title="Bare"))
+    found = await _columns(url)
+    assert "toolrun_users" in found and not any(
+        t.startswith(("toolrun_task", "toolrun_attach")) for t in found
+    )

@@ -16,8 +16,9 @@ from toolrun.tools import Tool, ToolContext
 
 __all__ = ["DEFAULT_TARGET", "TargetError", "app", "check_database", "load_target", "main"]
 
-DEFAULT_TARGET = "toolrun.cli:task_registry"
-"""The task tools on the service's database (`TOOLRUN_DATABASE_URL`), served when no TARGET is given."""
+DEFAULT_TARGET = "toolrun.cli:app_registry"
+"""The App's tools (`--app` / `TOOLRUN_APP`, default the task assistant) on the service's database
+(`TOOLRUN_DATABASE_URL`), served when no TARGET is given."""
 
 _FACTORIES = ("registry", "create_registry", "build_registry", "tools")
 
@@ -96,17 +97,17 @@ def check_database(url: str) -> None:
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         if database in ("", ":memory:") or database.startswith("file::memory:"):
-            raise TargetError(f"The task tools need a database kept on disk, not {shown}. {upgrade}")
+            raise TargetError(f"The tools need a database kept on disk, not {shown}. {upgrade}")
         path = Path(database).expanduser().resolve()
         if not path.is_file():
-            raise TargetError(f"No task database at {path} (TOOLRUN_DATABASE_URL={shown}). {upgrade}")
+            raise TargetError(f"No database at {path} (TOOLRUN_DATABASE_URL={shown}). {upgrade}")
     from toolrun.server.migrate import current_revision, head_revision
 
     try:
         revision = _run_sync(current_revision(url))
     except Exception as exc:
         raise TargetError(
-            f"Cannot open the task database at {shown} ({type(exc).__name__}): check that it is reachable. "
+            f"Cannot open the database at {shown} ({type(exc).__name__}): check that it is reachable. "
             + upgrade
         ) from None
     head = head_revision()
@@ -157,9 +158,27 @@ def serve(
     role: Annotated[
         list[str] | None, typer.Option("--role", help="A role of the principal (repeat).")
     ] = None,
-    name: Annotated[str, typer.Option(help="The server name announced to clients.")] = "toolrun",
+    name: Annotated[
+        str | None, typer.Option(help="The server name announced to clients (default: the App's title).")
+    ] = None,
+    app_spec: Annotated[
+        str | None,
+        typer.Option(
+            "--app",
+            metavar="MODULE:ATTR",
+            envvar="TOOLRUN_APP",
+            help="Serve this App's tools (instead of TARGET), e.g. notes_app:app.",
+        ),
+    ] = None,
 ) -> None:
     """Serve TARGET's tools over MCP (stdio by default), every call through toolrun's executor."""
+    if app_spec is not None:
+        from toolrun._cli_shared import load_app_option
+
+        if target != DEFAULT_TARGET:
+            typer.echo("Error: name the tools once: a TARGET or --app, not both.", err=True)
+            raise typer.Exit(2)
+        name = name or load_app_option(app_spec).title
     try:
         registry = load_target(target)
     except TargetError as exc:
@@ -168,7 +187,7 @@ def serve(
     from toolrun.mcp._server import create_server, serve_stdio
 
     principal = ToolContext(user_id=user, roles=tuple(role or ()))
-    server = create_server(registry, principal=principal, name=name)
+    server = create_server(registry, principal=principal, name=name or "toolrun")
     if not http:
         import anyio
 

@@ -1,10 +1,10 @@
-"""`create_app(settings)`: the one place that wires settings, database, stores, executor, agent and routes."""
+"""`create_app(settings, app=app)`: the one place that wires settings, database, stores, executor, agent
+and routes around one `App` (the task assistant, `DEFAULT_APP`, when none is given)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
@@ -12,13 +12,14 @@ from fastapi.openapi.utils import get_openapi
 
 import toolrun
 from toolrun.agent import Agent
-from toolrun.apps.tasks import GitHubClient, TaskStore, create_demo_model, task_tools
 from toolrun.models import Model, infer_model
 from toolrun.registry import ToolRegistry
 from toolrun.runtime import ToolExecutor
+from toolrun.server._apps import App, AppResources, app_prompt, check_panel, load_app, resolve_tools
 from toolrun.server._audit_sink import SQLAuditSink
 from toolrun.server._db import create_engine
-from toolrun.server._errors import Problem, install_error_handlers
+from toolrun.server._demo import generic_demo_model
+from toolrun.server._errors import PROBLEM_RESPONSES, Problem, install_error_handlers
 from toolrun.server._maintenance import Maintenance
 from toolrun.server._middleware import RequestMiddleware
 from toolrun.server._observe import Observer
@@ -29,6 +30,7 @@ from toolrun.server._users import UserStore
 from toolrun.server.routes import (
     ag_ui,
     ai_sdk,
+    app_face,
     approval_rules,
     chat,
     confirmations,
@@ -36,7 +38,6 @@ from toolrun.server.routes import (
     health,
     jobs,
     results,
-    tasks,
     tools,
     web,
 )
@@ -58,7 +59,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     approval_rules.router,
     conversations.router,
     tools.router,
-    tasks.router,
+    app_face.router,
     jobs.router,
     ag_ui.router,
     ai_sdk.router,
@@ -66,21 +67,19 @@ ROUTERS: tuple[APIRouter, ...] = (
     web.router,
 )
 """Every router of the service, registered in this order. A new resource: `routes/<resource>.py` with a
-`router`, and one line here."""
-
-INSTRUCTIONS = (
-    "You are a task assistant. You manage the user's tasks with the tools you have: create, update, "
-    "query and delete tasks, and manage their attachments. Find a task's id with query_tasks before "
-    "changing it. Deleting needs the user's confirmation: the tool asks for it, so do not ask twice. "
-    "Answer briefly. Today is {today}."
-)
+`router`, and one line here. An App's own routers come after these, under `/api/v1`."""
 
 
-def _model(settings: Settings, model: Model | None) -> tuple[Model, str, bool]:
+def _model(settings: Settings, model: Model | None, served: App) -> tuple[Model, str, bool]:
     if model is not None:
         return model, model.name, False
     if settings.is_demo:
-        return create_demo_model(), "demo", True
+        demo: Any = served.demo_model
+        if demo is None:
+            demo = generic_demo_model()
+        elif not hasattr(demo, "request"):  # a factory: a model of this app's own
+            demo = demo()
+        return demo, "demo", True
     built = infer_model(settings.model)
     return built, public_model_name(settings.model), False
 
@@ -88,21 +87,27 @@ def _model(settings: Settings, model: Model | None) -> tuple[Model, str, bool]:
 def create_app(
     settings: Settings,
     *,
+    app: App | str | None = None,
     model: Model | None = None,
     extra_tools: Sequence[Tool] = (),
-    github: GitHubClient | None = None,
     observer: Observer | None = None,
 ) -> FastAPI:
-    """The service as an ASGI app. Run `toolrun db upgrade` (or `toolrun.server.migrate.upgrade`) first.
+    """The service of one App as an ASGI app. Run `toolrun db upgrade --app ...` (or
+    `toolrun.server.migrate.upgrade(url, app=app)`) first.
 
     Args:
         settings: The service's settings (`Settings()` reads the environment).
+        app: The App served, or its `module:attribute`; default `settings.app`, else the task assistant.
         model: A model instance instead of `settings.model` (tests, embedding).
-        extra_tools: Tools served next to the task tools.
-        github: The GitHub client of `refresh_attachment` (default: from the settings).
+        extra_tools: Tools served next to the app's.
         observer: Logs and metrics (default: a new one with its own Prometheus registry).
+
+    Raises:
+        AppError: the app cannot be loaded or served (its panel tool is missing or not read-only, ...).
     """
+    served = load_app(app if app is not None else settings.app)
     engine = create_engine(settings.database_url)
+    resources = AppResources(engine=engine, settings=settings)
     hash_key = settings.derived_key("toolrun-arguments")
     obs = observer if observer is not None else Observer()
     closers: list[Any] = []
@@ -117,12 +122,12 @@ def create_app(
     else:
         rate_limits = SQLRateLimitStore(engine)
         cache = SQLCache(engine)
-    gh = github
-    if gh is None:
-        token = settings.github_token.get_secret_value() if settings.github_token else None
-        gh = GitHubClient(settings.github_api, token=token)
-    task_store = TaskStore(engine)
-    registry = ToolRegistry([*task_tools(task_store, gh), *extra_tools])
+    own_tools, toolsets = resolve_tools(served, resources)
+    chosen, model_name, demo = _model(settings, model, served)
+    prompt = None if demo else app_prompt(served.instructions, settings.instructions)
+    registry = ToolRegistry([*own_tools, *extra_tools, *(prompt.tools if prompt is not None else ())])
+    if not toolsets:  # else checked at start, once the toolsets' tools are in
+        check_panel(served, registry)
     if obs.tools is None:
         obs.tools = registry  # metric labels: registered tool names only
     audit = SQLAuditSink(engine, on_drop=obs.audit_records_dropped)
@@ -138,8 +143,6 @@ def create_app(
         approval_rules=SQLApprovalRuleStore(engine),
         artifacts=SQLArtifactStore(engine),  # shared by every process, kept across restarts
     )
-    chosen, model_name, demo = _model(settings, model)
-    instructions = settings.instructions or INSTRUCTIONS.format(today=datetime.now(UTC).date().isoformat())
     durable = None
     build_agent: Any = Agent
     if settings.durable == "dbos":  # runs as DBOS workflows (imports dbos only when asked for)
@@ -151,7 +154,7 @@ def create_app(
         chosen,
         registry,
         executor=executor,
-        instructions=None if demo else instructions,
+        prompt=prompt,
         max_steps=settings.max_steps,
         timeout=settings.run_timeout,
     )
@@ -170,14 +173,14 @@ def create_app(
         settings=settings,
         engine=engine,
         users=UserStore(engine, cache_seconds=settings.token_cache_seconds),
-        tasks=task_store,
+        app=served,
+        resources=resources,
         registry=registry,
         executor=executor,
         agent=agent,
         chat=service,
         observer=obs,
         audit=audit,
-        github=gh,
         model_name=model_name,
         demo=demo,
         closers=closers,
@@ -196,7 +199,17 @@ def create_app(
     )
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(fastapi_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            for toolset in toolsets:  # remote tools (MCPToolset): fetched once, served like the others
+                await toolset.register(registry)
+            if toolsets:
+                check_panel(served, registry)
+        except BaseException:
+            for toolset in toolsets:
+                with contextlib.suppress(Exception):
+                    await toolset.aclose()
+            raise
         if durable is not None:
             durable.start()
         maintenance.start()
@@ -209,8 +222,12 @@ def create_app(
                 durable.stop()
             await audit.aclose()
             await executor.aclose()
-            if github is None:
-                await gh.aclose()
+            for toolset in toolsets:
+                with contextlib.suppress(Exception):
+                    await toolset.aclose()
+            for close in resources.closers:
+                with contextlib.suppress(Exception):
+                    await close()
             closer = getattr(chosen, "aclose", None)
             if model is None and closer is not None:  # the model client this app made (its connections)
                 with contextlib.suppress(Exception):
@@ -220,28 +237,30 @@ def create_app(
                     await closer.aclose()
             await engine.dispose()
 
-    app = FastAPI(
-        title="toolrun",
+    api = FastAPI(
+        title=served.title,
         version=toolrun.__version__,
-        summary="The task assistant: a chat API with tools, streaming and confirmations.",
+        summary=f"{served.title}: a chat API with tools, streaming and confirmations (toolrun).",
         lifespan=lifespan,
     )
-    app.state.toolrun = state
-    app.state.toolrun_jobs = durable.jobs if durable is not None else None
-    install_error_handlers(app)
+    api.state.toolrun = state
+    api.state.toolrun_jobs = durable.jobs if durable is not None else None
+    install_error_handlers(api)
     for router in ROUTERS:
-        app.include_router(router)
-    app.add_middleware(RequestMiddleware, observer=obs, max_body_bytes=settings.max_body_bytes)
+        api.include_router(router)
+    for router in served.routers:  # its errors are the service's problem+json too: documented as such
+        api.include_router(router, prefix="/api/v1", responses=PROBLEM_RESPONSES)
+    api.add_middleware(RequestMiddleware, observer=obs, max_body_bytes=settings.max_body_bytes)
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        if api.openapi_schema is None:
+            schema = get_openapi(title=api.title, version=api.version, summary=api.summary, routes=api.routes)
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(problem.pop("$defs", {}))
             components["Problem"] = problem
-            app.openapi_schema = schema
-        return app.openapi_schema
+            api.openapi_schema = schema
+        return api.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
-    return app
+    api.openapi = openapi  # type: ignore[method-assign]
+    return api

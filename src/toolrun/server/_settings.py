@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     """Model requests per run."""
     instructions: str | None = None
     """Override the system prompt given to real models."""
+    app: str | None = None
+    """The App served, as `module:attribute` (`TOOLRUN_APP`); default: the task assistant."""
     log_level: str = "INFO"
     """Level of the JSON logs."""
     mcp_max_sessions_per_user: int = Field(default=16, ge=1)

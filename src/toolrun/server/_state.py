@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.agent import Agent
-from toolrun.apps.tasks import GitHubClient, TaskStore
 from toolrun.registry import ToolRegistry
 from toolrun.runtime import ToolExecutor
+from toolrun.server._apps import App, AppResources
 from toolrun.server._audit_sink import SQLAuditSink
 from toolrun.server._observe import Observer
 from toolrun.server._service import ChatService
@@ -27,14 +27,16 @@ class ServerState:
     settings: Settings
     engine: AsyncEngine
     users: UserStore
-    tasks: TaskStore
+    app: App
+    """The App served: its tools are `registry`, its face is `GET /api/v1/app`."""
+    resources: AppResources
+    """What the App's tools factory was given (the engine, the settings, clean-ups)."""
     registry: ToolRegistry
     executor: ToolExecutor
     agent: Agent
     chat: ChatService
     observer: Observer
     audit: SQLAuditSink
-    github: GitHubClient
     model_name: str
     demo: bool
     closers: list[Any]

@@ -1,9 +1,16 @@
 """Alembic migrations of the service's database, run programmatically (`toolrun db upgrade`).
 
 ```python
-await upgrade("sqlite+aiosqlite:///./toolrun.db")          # to the newest revision
-await downgrade(url, "base")                                 # everything dropped
+await upgrade("sqlite+aiosqlite:///./toolrun.db")               # the service's tables, then the app's
+await upgrade(url, app=notes_app)                                 # an App of your own (its `migrations`)
+await downgrade(url, "base")                                      # everything dropped, the app's first
 ```
+
+The service's history lives in `alembic_version`; an App's own history (`App.migrations`, a folder of
+revision files) in its own version table, `alembic_version_<name>`, applied after the service's. Two
+histories, not one: an app's revision ids can never collide with the service's, and a database serving
+one app never sees another's tables. `revision` always names a revision of the service's history; the
+app's history goes to its head with the service's (`head`) and back to nothing with it (`base`).
 """
 
 from __future__ import annotations
@@ -18,18 +25,35 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
+from toolrun.server._apps import App, load_app
 from toolrun.server._db import create_engine
 
-__all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
+__all__ = ["app_revision", "current_revision", "downgrade", "head_revision", "upgrade"]
 
 _HERE = Path(__file__).parent / "migrations"
+_SERVICE_TABLE = "alembic_version"
 
 
-def _config(connection: Connection | None = None) -> Config:
+def version_table(app: App) -> str:
+    """Where the app's own history is kept."""
+    return f"alembic_version_{app.name.replace('-', '_')}"
+
+
+def _config(connection: Connection | None = None, app: App | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(_HERE))
+    cfg.set_main_option("path_separator", "os")  # a folder path with spaces stays one path
+    if app is not None and app.migrations is not None:
+        cfg.set_main_option("version_locations", str(Path(app.migrations)))
     cfg.attributes["connection"] = connection
+    cfg.attributes["version_table"] = version_table(app) if app is not None else _SERVICE_TABLE
     return cfg
+
+
+def _own(app: App | str | None) -> App | None:
+    """The app whose own history is migrated too (None: it has none)."""
+    served = load_app(app)
+    return served if served.migrations is not None else None
 
 
 async def _run(url: str, fn: Any, *args: Any) -> Any:
@@ -41,24 +65,57 @@ async def _run(url: str, fn: Any, *args: Any) -> Any:
         await engine.dispose()
 
 
-async def upgrade(url: str, revision: str = "head") -> None:
-    """Bring the database at `url` up to `revision` (creates every table on a new database)."""
-    await _run(url, lambda conn, rev: command.upgrade(_config(conn), rev), revision)
+async def upgrade(url: str, revision: str = "head", *, app: App | str | None = None) -> None:
+    """Bring the service's tables at `url` up to `revision`, then (at `head`) the app's to theirs.
+
+    Args:
+        url: The database.
+        revision: A revision of the service's history (`head`: the newest).
+        app: The App (or its `module:attribute`) whose own migrations follow; default the task assistant.
+    """
+    own = _own(app)
+
+    def run(conn: Connection) -> None:
+        command.upgrade(_config(conn), revision)
+        if own is not None and revision in ("head", "heads"):
+            command.upgrade(_config(conn, own), "heads")
+
+    await _run(url, run)
 
 
-async def downgrade(url: str, revision: str = "base") -> None:
-    """Take the database at `url` down to `revision` (`base`: no toolrun table left)."""
-    await _run(url, lambda conn, rev: command.downgrade(_config(conn), rev), revision)
+async def downgrade(url: str, revision: str = "base", *, app: App | str | None = None) -> None:
+    """Take the service's tables down to `revision` (`base`: no toolrun table left, the app's first)."""
+    own = _own(app)
+
+    def run(conn: Connection) -> None:
+        if own is not None and revision == "base":
+            command.downgrade(_config(conn, own), "base")
+        command.downgrade(_config(conn), revision)
+
+    await _run(url, run)
 
 
 async def current_revision(url: str) -> str | None:
-    """The revision the database is at (None for a database never migrated)."""
-    return await _run(url, lambda conn: MigrationContext.configure(conn).get_current_revision())  # type: ignore[no-any-return]
+    """The revision of the service's history the database is at (None for a database never migrated)."""
+    return await _run(url, lambda conn: _current(conn, _SERVICE_TABLE))  # type: ignore[no-any-return]
 
 
-def head_revision() -> str:
-    """The newest revision shipped with this version of toolrun."""
-    head = ScriptDirectory.from_config(_config()).get_current_head()
+async def app_revision(url: str, app: App | str | None = None) -> str | None:
+    """The revision of the app's own history the database is at (None: never migrated, or none)."""
+    own = _own(app)
+    if own is None:
+        return None
+    return await _run(url, lambda conn: _current(conn, version_table(own)))  # type: ignore[no-any-return]
+
+
+def _current(conn: Connection, table: str) -> str | None:
+    return MigrationContext.configure(conn, opts={"version_table": table}).get_current_revision()
+
+
+def head_revision(app: App | str | None = None) -> str:
+    """The newest revision of the service's history (or, given an app with migrations, of the app's)."""
+    own = _own(app) if app is not None else None
+    head = ScriptDirectory.from_config(_config(app=own)).get_current_head()
     if head is None:  # pragma: no cover - the package ships at least one revision
         raise RuntimeError("No migration found.")
     return head

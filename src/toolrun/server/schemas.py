@@ -199,23 +199,30 @@ class ToolList(BaseModel):
     tools: list[dict[str, Any]]
 
 
-class TaskView(BaseModel):
-    id: str
+class PanelFace(BaseModel):
+    title: str
+    tool: str
+
+
+class AppFace(BaseModel):
+    """`GET /api/v1/app`: what the page shows of the App served."""
+
+    name: str
+    title: str
+    intro: str
+    starters: list[str]
+    panel: PanelFace | None
+    demo: bool
+
+
+class PanelResult(BaseModel):
+    """`GET /api/v1/app/panel`: the panel tool's result for this user (as any tool call's)."""
+
+    title: str
+    tool: str
     status: str
-    title: str | None = None
-    description: str | None = None
-    priority: str | None = None
-    eta: str | None = None
-    tags: list[str] | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
-    attachments: list[dict[str, Any]] | None = None
-
-
-class TaskList(BaseModel):
-    tasks: list[TaskView]
-    total: int
-    applied_filters: dict[str, Any]
+    value: Any = None
+    error: dict[str, Any] | None = None
 
 
 class Me(BaseModel):

@@ -1,4 +1,5 @@
-"""The task assistant's tool set: tasks and attachments per user, a consolidated query tool, GitHub refresh.
+"""The task assistant (`app`, an `App` served by default): tasks and attachments per user, a consolidated
+query tool, GitHub refresh, its `/api/v1/tasks` router and its own migrations.
 
 ```python
 from toolrun.apps.tasks import TaskStore, task_tools
@@ -11,6 +12,7 @@ Every tool reads the user from its `ToolContext` and sees only that user's rows.
 the offline model (`TOOLRUN_MODEL=demo`) that understands a small grammar for these tools.
 """
 
+from toolrun.apps.tasks._app import app
 from toolrun.apps.tasks._demo import DEMO_HELP, create_demo_model, parse_command
 from toolrun.apps.tasks._github import GitHubClient, GitHubRef, parse_github_url
 from toolrun.apps.tasks._store import PRIORITIES, STATUSES, Attachment, Task, TaskQuery, TaskStore
@@ -27,6 +29,7 @@ __all__ = [
     "TaskFilters",
     "TaskQuery",
     "TaskStore",
+    "app",
     "create_demo_model",
     "parse_command",
     "parse_eta",

@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from toolrun.server._errors import ServiceError
@@ -50,11 +50,14 @@ def _asset(name: str) -> bytes:
 
 
 @router.get("/", response_class=HTMLResponse)
-async def page(state: State) -> Any:
-    """The page: sign in, conversations, chat, confirmations and the task list."""
+async def page(request: Request, state: State) -> Any:
+    """The page: sign in, conversations, chat, confirmations and the App's panel. `{root}` in the template
+    is where the service is mounted (`""`, or a host's prefix such as `/assistant`), `{title}` the App's."""
     template = _asset("index.html").decode()
     body = (
-        template.replace("{model}", html.escape(state.model_name))
+        template.replace("{root}", html.escape(request.scope.get("root_path", "")))
+        .replace("{title}", html.escape(state.app.title))
+        .replace("{model}", html.escape(state.model_name))
         .replace("{demo_hidden}", "" if state.demo else "hidden")
         .replace("{demo}", "true" if state.demo else "false")
     )

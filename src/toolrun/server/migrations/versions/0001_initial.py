@@ -1,5 +1,8 @@
 """The service's first schema: users and tokens, conversations, messages, runs, the executor's stores,
-tasks and attachments (with full-text search), and the content-free audit trail.
+and the content-free audit trail.
+
+Databases made before the task assistant became an App got its tables from this revision too; they now
+belong to the tasks app's own history (`toolrun/apps/tasks/migrations`), whose first revision adopts them.
 
 Revision ID: 0001
 Revises:
@@ -10,8 +13,6 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-
-from toolrun.apps.tasks._store import POSTGRES_FTS_DDL, POSTGRES_FTS_DROP, SQLITE_FTS_DDL, SQLITE_FTS_DROP
 
 revision = "0001"
 down_revision = None
@@ -140,62 +141,9 @@ def upgrade() -> None:
     )
     op.create_index("toolrun_cache_expiry", "toolrun_cache", ["expires_at"])
 
-    # Tasks (toolrun.apps.tasks).
-    op.create_table(
-        "toolrun_tasks",
-        sa.Column("id", sa.String(40), primary_key=True),
-        sa.Column("user_id", sa.String(64), nullable=False),
-        sa.Column("title", sa.String(255), nullable=False),
-        sa.Column("description", sa.Text(), nullable=True),
-        sa.Column("status", sa.String(16), nullable=False),
-        sa.Column("priority", sa.String(16), nullable=False),
-        sa.Column("priority_rank", sa.Integer(), nullable=False),
-        sa.Column("eta", sa.String(32), nullable=True),
-        sa.Column("tags", sa.Text(), nullable=False),
-        sa.Column("created_at", sa.String(32), nullable=False),
-        sa.Column("updated_at", sa.String(32), nullable=False),
-    )
-    op.create_index("toolrun_tasks_user_eta", "toolrun_tasks", ["user_id", "eta"])
-    op.create_index("toolrun_tasks_user_created", "toolrun_tasks", ["user_id", "created_at"])
-    op.create_table(
-        "toolrun_task_tags",
-        sa.Column(
-            "task_id", sa.String(40), sa.ForeignKey("toolrun_tasks.id", ondelete="CASCADE"), primary_key=True
-        ),
-        sa.Column("tag", sa.String(64), primary_key=True),
-        sa.Column("user_id", sa.String(64), nullable=False),
-    )
-    op.create_index("toolrun_task_tags_user_tag", "toolrun_task_tags", ["user_id", "tag"])
-    op.create_table(
-        "toolrun_attachments",
-        sa.Column("id", sa.String(40), primary_key=True),
-        sa.Column("user_id", sa.String(64), nullable=False),
-        sa.Column(
-            "task_id", sa.String(40), sa.ForeignKey("toolrun_tasks.id", ondelete="CASCADE"), nullable=False
-        ),
-        sa.Column("url", sa.Text(), nullable=False),
-        sa.Column("title", sa.Text(), nullable=True),
-        sa.Column("kind", sa.String(32), nullable=False),
-        sa.Column("state", sa.String(32), nullable=True),
-        sa.Column("remote_updated_at", sa.String(32), nullable=True),
-        sa.Column("refreshed_at", sa.String(32), nullable=True),
-        sa.Column("created_at", sa.String(32), nullable=False),
-    )
-    op.create_index("toolrun_attachments_task", "toolrun_attachments", ["task_id"])
-    op.create_index("toolrun_attachments_user", "toolrun_attachments", ["user_id"])
-    ddl = POSTGRES_FTS_DDL if op.get_bind().dialect.name == "postgresql" else SQLITE_FTS_DDL
-    for statement in ddl:
-        op.execute(statement)
-
 
 def downgrade() -> None:
-    drop = POSTGRES_FTS_DROP if op.get_bind().dialect.name == "postgresql" else SQLITE_FTS_DROP
-    for statement in drop:
-        op.execute(statement)
     for table in (
-        "toolrun_attachments",
-        "toolrun_task_tags",
-        "toolrun_tasks",
         "toolrun_cache",
         "toolrun_rate_limits",
         "toolrun_confirmations",

@@ -1,4 +1,5 @@
-"""`GET /api/v1/tasks`: the user's tasks, filtered like the `query_tasks` tool (for the page's task list)."""
+"""`GET /api/v1/tasks`: the user's tasks, filtered like the `query_tasks` tool (the task app's router, which
+the service mounts under `/api/v1`)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,35 @@ from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BeforeValidator
+from pydantic import BaseModel, BeforeValidator
 
-from toolrun.apps.tasks import TaskQuery, parse_eta
-from toolrun.apps.tasks._store import iso
+from toolrun.apps.tasks._store import TaskQuery, TaskStore, iso
+from toolrun.apps.tasks._tools import parse_eta
 from toolrun.results import ToolError
-from toolrun.server._errors import PROBLEM_RESPONSES
 from toolrun.server.deps import CurrentUser, State
-from toolrun.server.schemas import TaskList
 
-router = APIRouter(prefix="/api/v1", tags=["tasks"], responses=PROBLEM_RESPONSES)
+__all__ = ["TaskList", "router"]
+
+router = APIRouter(tags=["tasks"])
+
+
+class TaskView(BaseModel):
+    id: str
+    status: str
+    title: str | None = None
+    description: str | None = None
+    priority: str | None = None
+    eta: str | None = None
+    tags: list[str] | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    attachments: list[dict[str, Any]] | None = None
+
+
+class TaskList(BaseModel):
+    tasks: list[TaskView]
+    total: int
+    applied_filters: dict[str, Any]
 
 
 def _iso_8601(value: object) -> object:
@@ -66,7 +86,7 @@ async def list_tasks(
         limit=limit,
         sort=sort,
     )
-    found, total = await state.tasks.query(user.user_id, query, attachments=format == "detailed")
+    found, total = await TaskStore(state.engine).query(user.user_id, query, attachments=format == "detailed")
     applied = {
         k: v
         for k, v in {
