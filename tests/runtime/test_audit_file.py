@@ -345,3 +345,31 @@ def test_a_stream_with_only_write_and_flush_is_written_to() -> None:
         sink.write(_record("m2"))
     assert sink.failed == 0 and sink.written == 2
     assert [json.loads(line)["call_id"] for line in "".join(stream.parts).splitlines()] == ["m1", "m2"]
+
+
+def test_the_exit_handler_is_registered_by_the_first_sink_not_at_import(tmp_path: Path) -> None:
+    """Importing toolrun registers nothing at interpreter exit; the first sink does (once), and a sink
+    still open at exit is closed then, its records written."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "audit.jsonl"
+    script = f"""
+import atexit
+hooks = []
+register = atexit.register
+atexit.register = lambda fn, *a, **k: (hooks.append(fn.__module__ + "." + fn.__qualname__), register(fn, *a, **k))[1]
+import toolrun, toolrun.runtime
+from toolrun.runtime import AuditRecord, JSONLinesAuditSink
+mine = [h for h in hooks if h.startswith("toolrun.")]
+assert mine == [], mine
+sink = JSONLinesAuditSink({str(path)!r}, batch=100, flush_interval=60)
+JSONLinesAuditSink({str(tmp_path / "other.jsonl")!r}).close()
+mine = [h for h in hooks if h.startswith("toolrun.")]
+assert mine == ["toolrun.runtime._audit_file._close_open_sinks"], mine
+sink.write(AuditRecord(**{_record("c1").to_dict()!r}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["call_id"] for line in lines] == ["c1"]
