@@ -170,4 +170,3 @@ def check_text(value: str, field: str) -> str:
             details={"field": field},
         )
     return text
-
