@@ -11,7 +11,14 @@ from dbos import DBOS
 
 from toolrun import ToolCall, ToolContext, ToolRegistry, tool
 from toolrun.agent import Approve, ConfirmationRequired, Deny, RunFinished, TextDelta, ToolCallFinished
-from toolrun.integrations.dbos import DurableAgent, JobStore, dbos_config, idempotency_key
+from toolrun.exceptions import ToolrunError
+from toolrun.integrations.dbos import (
+    DurableAgent,
+    DurableAgentExistsError,
+    JobStore,
+    dbos_config,
+    idempotency_key,
+)
 from toolrun.models import ScriptedModel, UserMessage
 
 pytestmark = pytest.mark.timeout(60)
@@ -211,6 +218,23 @@ async def test_stream_yields_live_events_of_the_workflow(dbos_sqlite: None) -> N
 def test_planner_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="native"):
         DurableAgent(ScriptedModel(["x"]), ToolRegistry(), name="p", mode="planner")
+
+
+async def test_a_second_agent_of_a_name_in_use_is_refused(dbos_sqlite: None) -> None:
+    """The name routes the workflow: a second agent of a name in use is an error, and the first keeps its
+    runs; once the first is dropped (its app gone), the name is free for a new agent."""
+    first = _agent("dup_a", ["from the first"], [], [])
+    with pytest.raises(DurableAgentExistsError, match="'dup_a' already exists") as refused:
+        _agent("dup_a", ["from the second"], [], [])
+    assert isinstance(refused.value, ToolrunError) and refused.value.name == "dup_a"
+    del refused  # its traceback holds both agents
+    run = await first.run("hi", context=ToolContext(user_id="u1"))
+    assert run.status == "completed", run.error
+    assert run.output == "from the first"
+    del first
+    third = _agent("dup_a", ["from the third"], [], [])
+    run = await third.run("hi", context=ToolContext(user_id="u1"))
+    assert run.output == "from the third"
 
 
 # --------------------------------------------------------------------------------------------------------

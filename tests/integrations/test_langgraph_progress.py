@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+import types
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -77,17 +79,31 @@ async def stream(app: Any, value: Any, config: dict[str, Any]) -> tuple[list[dic
     return custom, updates
 
 
-async def test_progress_and_partial_results_reach_the_custom_stream() -> None:
+class StepClock:
+    """A clock for the throttle that moves `step` seconds at each read, however fast the machine runs."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+async def test_progress_and_partial_results_reach_the_custom_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolrun.tools._context as context_module
+
+    clock = StepClock(0.001)  # the reports' throttle (`ProgressThrottle`) reads this clock
+    monkeypatch.setattr(context_module, "time", types.SimpleNamespace(monotonic=clock, time=time.time))
     executor = ToolExecutor(ToolRegistry([crunch, scan]))
     calls = [
         {"name": "crunch", "args": {"n": 5000}, "id": "call_crunch"},
         {"name": "scan", "args": {"hosts": 4}, "id": "call_scan"},
     ]
     app = build(executor, calls)
-    started = time.perf_counter()
     config = {"configurable": {"user_id": "u1"}}
     custom, updates = await stream(app, {"messages": [HumanMessage("go")]}, config)
-    elapsed = time.perf_counter() - started
     crunching = [c for c in custom if c["tool_call_id"] == "call_crunch"]
     scanning = [c for c in custom if c["tool_call_id"] == "call_scan"]
     assert crunching and all(c["type"] == "tool_progress" and c["name"] == "crunch" for c in crunching)
@@ -99,7 +115,7 @@ async def test_progress_and_partial_results_reach_the_custom_stream() -> None:
         "total": 5000,
         "message": "crunching",
     }  # the final report always gets through
-    assert len(crunching) <= elapsed / 0.05 + 2  # 5,000 reports, throttled
+    assert 1 < len(crunching) <= clock.now / 0.05 + 2  # 5,000 reports, throttled
     assert scanning[0]["progress"] == 1 and scanning[0]["message"] == '{"scanned":1}'
     assert scanning[0]["partial"] == {"scanned": 1} and "partial" not in crunching[-1]
     assert len(scanning) <= 4 and all(c["total"] is None for c in scanning)
@@ -134,12 +150,13 @@ async def test_an_approved_call_reports_progress_after_the_resume() -> None:
 
 
 async def test_nothing_is_reported_after_the_call_ended() -> None:
+    call_over = asyncio.Event()
     late_report_made = asyncio.Event()
     background: set[asyncio.Task[None]] = set()
 
     async def later(ctx: ToolContext) -> None:
-        await asyncio.sleep(0.1)
-        await ctx.report_progress(1000, total=1000, message="too late")  # the call is over by now
+        await call_over.wait()
+        await ctx.report_progress(1000, total=1000, message="too late")
         late_report_made.set()
 
     @tool(read_only=True)
@@ -154,6 +171,7 @@ async def test_nothing_is_reported_after_the_call_ended() -> None:
         if isinstance(state["messages"][-1], HumanMessage):
             call = {"name": "fire_and_forget", "args": {}, "id": "call_f"}
             return {"messages": [AIMessage("", tool_calls=[call])]}
+        call_over.set()  # the tools node is done: the call is over
         await late_report_made.wait()  # the graph still streams while the late report is made
         return {"messages": [AIMessage("done")]}
 

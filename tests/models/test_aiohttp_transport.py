@@ -312,6 +312,7 @@ async def test_a_stream_closed_early_is_read_to_its_end_and_its_connection_reuse
     """The agent stops reading at the finish reason; the rest (usage, `[DONE]`, the last chunk) comes a
     moment later. `close` reads it, so the connection goes back to the pool instead of being closed."""
     head, tail = chunks_of("Hi"), openai_stream([openai_usage_chunk(9, 3)])
+    stopped = asyncio.Event()  # the consumer has stopped reading
 
     async def late_tail(writer: asyncio.StreamWriter) -> bool:
         writer.write(
@@ -321,7 +322,7 @@ async def test_a_stream_closed_early_is_read_to_its_end_and_its_connection_reuse
             data = "".join(frames).encode()
             writer.write(b"%x\r\n%s\r\n" % (len(data), data))
             await writer.drain()
-            await asyncio.sleep(0.05)  # the consumer has stopped by now
+            await asyncio.wait_for(stopped.wait(), 10)  # the rest comes after the consumer stopped
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
@@ -331,6 +332,7 @@ async def test_a_stream_closed_early_is_read_to_its_end_and_its_connection_reuse
     async for item in stream:
         assert item["choices"][0]["delta"]["content"] == "Hi"
         break
+    stopped.set()
     await stream.close()
     assert await client.post("/chat/completions", b"{}") == {"next": True}
     assert [c for c, _, _ in raw.seen] == [1, 1]

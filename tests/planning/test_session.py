@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -116,3 +118,28 @@ def test_writes_replace_the_top_level_key_and_change_nothing_in_place() -> None:
     state.update(shallow)  # a shallow rollback restores the earlier plan
     plan = Session(state)[Plan].latest()
     assert plan is not None and plan.objective == "One"
+
+
+def test_importing_toolrun_registers_no_kind() -> None:
+    """toolrun's own `Plan` kind is looked up on first use: nothing is added to the registry at import,
+    yet its key is taken from the start and its values are stored under it."""
+    script = """
+import toolrun, toolrun.planning
+from pydantic import BaseModel
+from toolrun.planning import Plan, Session, _session, register_kind
+assert _session._KINDS == {}, _session._KINDS
+class Note(BaseModel):
+    text: str
+try:
+    register_kind(Note, key="toolrun.plan")
+except ValueError as exc:
+    assert "already used by Plan" in str(exc), exc
+else:
+    raise AssertionError("the key of Plan was free")
+state = {}
+Session(state)[Plan].update(Plan.create("Trip", ["Book"]))
+assert list(state["toolrun.session"]) == ["toolrun.plan"], state
+assert _session._KINDS == {}, _session._KINDS
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -7,7 +7,6 @@ import io
 import json
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from toolrun import ToolCall, ToolContext, ToolError, ToolExecutor, ToolRegistry, tool
 from toolrun.runtime import AuditRecord, JSONLinesAuditSink, _audit_file
+from waiting import wait_for
 
 CANARY = "canary-7f3a9c-secret"
 
@@ -115,13 +115,6 @@ def _record(call_id: str, **changes: object) -> AuditRecord:
     return AuditRecord(**values)  # type: ignore[arg-type]
 
 
-async def _until(predicate: Callable[[], bool], seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.005)
-
-
 async def test_write_only_queues_and_the_writer_thread_writes_full_batches(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     with JSONLinesAuditSink(path, batch=4, flush_interval=60) as sink:
@@ -129,7 +122,7 @@ async def test_write_only_queues_and_the_writer_thread_writes_full_batches(tmp_p
             sink.write(_record(f"c{i}"))
         assert path.read_bytes() == b""  # nothing on the call path, and the batch is not full
         sink.write(_record("c3"))
-        await _until(lambda: sink.written == 4)
+        await wait_for(lambda: sink.written == 4)
         assert [json.loads(x)["call_id"] for x in path.read_text().splitlines()] == ["c0", "c1", "c2", "c3"]
         sink.write(_record("c4"))
     assert len(path.read_text().splitlines()) == 5 and sink.failed == 0  # close wrote the rest
@@ -179,7 +172,7 @@ async def test_a_full_batch_is_encoded_by_the_caller_and_written_by_the_thread()
             assert len(sink._queue) == 2 and encoded_in == []  # nothing but queueing until a batch is full
             sink.write(_record("c2"))  # fills the batch: encoded at once, here, even if the loop never runs
             assert not sink._queue and encoded_in == [threading.current_thread().name]
-            await _until(lambda: sink.written == 3)
+            await wait_for(lambda: sink.written == 3)
         lines = stream.getvalue().splitlines()
     assert [json.loads(x)["call_id"] for x in lines] == ["c0", "c1", "c2"]
     assert stream.write_threads == ["toolrun-audit-writer"]  # the caller never waits for the disk
@@ -215,7 +208,7 @@ async def test_the_interval_writes_a_batch_that_never_fills(tmp_path: Path) -> N
     path = tmp_path / "a.jsonl"
     with JSONLinesAuditSink(path, batch=1000, flush_interval=0.02) as sink:
         sink.write(_record("lonely"))
-        await _until(lambda: sink.written == 1)
+        await wait_for(lambda: sink.written == 1)
         assert json.loads(path.read_text())["call_id"] == "lonely"
 
 
@@ -284,7 +277,7 @@ async def test_closing_the_executor_under_load_loses_no_record(tmp_path: Path) -
         finished.add(result.call_id)
 
     tasks = [asyncio.ensure_future(one(i)) for i in range(300)]
-    await _until(lambda: len(finished) >= 100)
+    await wait_for(lambda: len(finished) >= 100)
     await executor.aclose()
     done_before_close = set(finished)
     on_disk = [json.loads(line)["call_id"] for line in path.read_text().splitlines()]
@@ -345,3 +338,34 @@ def test_a_stream_with_only_write_and_flush_is_written_to() -> None:
         sink.write(_record("m2"))
     assert sink.failed == 0 and sink.written == 2
     assert [json.loads(line)["call_id"] for line in "".join(stream.parts).splitlines()] == ["m1", "m2"]
+
+
+def test_the_exit_handler_is_registered_by_the_first_sink_not_at_import(tmp_path: Path) -> None:
+    """Importing toolrun registers nothing at interpreter exit; the first sink does (once), and a sink
+    still open at exit is closed then, its records written."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "audit.jsonl"
+    script = f"""
+import atexit
+hooks = []
+register = atexit.register
+def record(fn, *args, **kwargs):
+    hooks.append(fn.__module__ + "." + fn.__qualname__)
+    return register(fn, *args, **kwargs)
+atexit.register = record
+import toolrun, toolrun.runtime
+from toolrun.runtime import AuditRecord, JSONLinesAuditSink
+mine = [h for h in hooks if h.startswith("toolrun.")]
+assert mine == [], mine
+sink = JSONLinesAuditSink({str(path)!r}, batch=100, flush_interval=60)
+JSONLinesAuditSink({str(tmp_path / "other.jsonl")!r}).close()
+mine = [h for h in hooks if h.startswith("toolrun.")]
+assert mine == ["toolrun.runtime._audit_file._close_open_sinks"], mine
+sink.write(AuditRecord(**{_record("c1").to_dict()!r}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["call_id"] for line in lines] == ["c1"]

@@ -6,14 +6,15 @@ request as the tool leaves them, and the tool goes on working. Only the executor
 caller's cancellation ask the tool to stop; a tool that swallows those is closed after `cancel_grace`.
 
 Every tool here keeps working for several times `GRACE` after its own library cancelled it, so the old rule
-(any swallowed `CancelledError` arms the grace) reports each of them as an abandoned `TIMEOUT`.
+(any swallowed `CancelledError` arms the grace) reports each of them as an abandoned `TIMEOUT`. The tests
+assert what the tools went through (which cancellations reached them, whether they were closed), never how
+long a call took, so a loaded machine changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import time
 from typing import Any
 
 import anyio
@@ -125,17 +126,18 @@ async def test_a_tool_working_on_after_its_own_librarys_cancellation_returns_its
     make_executor: Any, handler: Any, expected: str
 ) -> None:
     ex = make_executor(handler, cancel_grace=GRACE)
-    started = time.perf_counter()
     r = await ex.execute(call(handler.name))
     assert r.status == "ok", r.error
+    # The value comes only after the tool's `sleep(AFTER)` (four graces after its own cancellation) ran out
+    # uncancelled: an armed grace would have closed it there, and the result would be a TIMEOUT.
     assert r.value == expected
-    assert time.perf_counter() - started >= AFTER
 
 
 async def test_a_tool_swallowing_the_time_box_after_its_own_cancellation_is_still_abandoned(
     make_executor: Any,
 ) -> None:
     """A withdrawn request disarms the grace; the time box expiring later arms it again."""
+    swallowed: list[str] = []
 
     @tool(timeout=3 * GRACE)
     async def stubborn_after_cleanup() -> None:
@@ -151,15 +153,17 @@ async def test_a_tool_swallowing_the_time_box_after_its_own_cancellation_is_stil
             try:
                 await asyncio.sleep(10)
             except asyncio.CancelledError:
+                swallowed.append("time box")
                 continue
 
     ex = make_executor(stubborn_after_cleanup, cancel_grace=GRACE)
-    started = time.perf_counter()
     r = await ex.execute(call("stubborn_after_cleanup"))
     assert r.error is not None and r.error.code == ErrorCode.TIMEOUT
-    assert r.error.details["abandoned"] is True
+    assert r.error.details["abandoned"] is True and r.error.details["timeout"] == 3 * GRACE
     assert not r.error.retryable and "may or may not" in r.error.message
-    assert 3 * GRACE + GRACE <= time.perf_counter() - started < 5
+    # It was dropped for swallowing the time box's cancellation, not its own library's: with the grace
+    # armed by that one it would have been closed before any cancellation reached its loop.
+    assert swallowed == ["time box"]
 
 
 async def test_a_tool_swallowing_the_callers_cancellation_is_dropped_once_its_time_box_expires(
@@ -169,26 +173,31 @@ async def test_a_tool_swallowing_the_callers_cancellation_is_dropped_once_its_ti
     from one a library left behind: Python 3.11's `TaskGroup` never withdraws its own when a child fails
     while it waits in `__aexit__`, see `asyncio_group_child_fails`); the time box does, and then the
     caller's cancellation propagates."""
+    waiting = asyncio.Event()
     cancelled = asyncio.Event()
+    swallowed = 0
 
     @tool(timeout=3 * GRACE)
     async def stubborn() -> None:
         """Ignore every cancellation."""
+        nonlocal swallowed
         while True:
             try:
+                waiting.set()
                 await asyncio.sleep(10)
             except asyncio.CancelledError:
+                swallowed += 1
                 cancelled.set()
 
     ex = make_executor(stubborn, cancel_grace=GRACE)
-    started = time.perf_counter()
     task = asyncio.ensure_future(ex.execute(call("stubborn")))
-    await asyncio.sleep(0.01)  # let it reach its sleep (this sleep only yields)
+    await asyncio.wait_for(waiting.wait(), 30)  # the tool is in its sleep
     task.cancel()
-    await asyncio.wait_for(cancelled.wait(), 5)
-    done, _ = await asyncio.wait([task], timeout=5)
+    await asyncio.wait_for(cancelled.wait(), 30)
+    done, _ = await asyncio.wait([task], timeout=30)
     assert done and task.cancelled()
-    assert time.perf_counter() - started >= 3 * GRACE + GRACE
+    # The caller's cancellation (swallowed) left it running; the time box's (swallowed too) armed the grace.
+    assert swallowed == 2
 
 
 async def test_a_tool_swallowing_an_outer_timeout_is_dropped_and_the_outer_timeout_fires(
@@ -204,11 +213,9 @@ async def test_a_tool_swallowing_an_outer_timeout_is_dropped_and_the_outer_timeo
                 continue
 
     ex = make_executor(stubborn, cancel_grace=GRACE)
-    started = time.perf_counter()
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(GRACE):
-            await ex.execute(call("stubborn"))
-    assert time.perf_counter() - started < 5
+            await ex.execute(call("stubborn"))  # returns at all: the tool, stuck forever, was dropped
 
 
 async def test_an_abandoned_tools_async_cleanup_runs_in_its_task_before_the_result(
@@ -252,20 +259,24 @@ async def test_an_abandoned_tools_async_cleanup_runs_in_its_task_before_the_resu
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_an_abandoned_tools_endless_cleanup_is_dropped_after_a_second_grace(make_executor: Any) -> None:
+    swallowed: list[str] = []
+
     @tool(timeout=GRACE)
     async def endless() -> None:
         """Ignore everything, GeneratorExit included."""
         while True:
             try:
                 await asyncio.sleep(10)
-            except BaseException:
+            except BaseException as exc:
+                swallowed.append(type(exc).__name__)
                 continue
 
     ex = make_executor(endless, cancel_grace=GRACE)
-    started = time.perf_counter()
-    r = await ex.execute(call("endless"))
+    r = await ex.execute(call("endless"))  # returns at all: the endless cleanup was dropped
     assert r.error is not None and r.error.details["abandoned"] is True
-    assert 3 * GRACE <= time.perf_counter() - started < 5
+    # The time box's cancellation, then (a grace later) the close, whose cleanup it was given a grace for
+    # (dropping it may throw in more).
+    assert swallowed[:2] == ["CancelledError", "GeneratorExit"]
 
 
 async def test_an_abandoned_tool_is_reported_against_the_time_box_it_overran(make_executor: Any) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from toolrun.runtime import ToolExecutor
 
 from .conftest import call
 
-BOUND = 5.0  # seconds any single call may take here (tool timeouts are 0.05 s, grace 0.1 s)
+BOUND = 15.0  # seconds any single call may take here (tool timeouts are 0.05 s, grace 0.1 s; room for load)
 
 
 @pytest.fixture
@@ -152,10 +151,8 @@ def _deep(levels: int) -> Any:
 
 
 async def bounded(ex: ToolExecutor, c: ToolCall, ctx: ToolContext | None = None) -> ToolResult:
-    started = time.perf_counter()
     async with asyncio.timeout(BOUND):
         result = await ex.execute(c, ctx)
-    assert time.perf_counter() - started < BOUND
     assert isinstance(result, ToolResult)
     assert result.call_id == c.id
     assert result.status in ("ok", "error", "confirmation_required")
@@ -332,13 +329,12 @@ async def test_a_tool_swallowing_the_callers_cancellation_is_dropped_and_the_can
     gate: threading.Event,
 ) -> None:
     ex = ToolExecutor(_registry(gate), cancel_grace=0.1, default_timeout=None)
-    started = time.perf_counter()
     task = asyncio.ensure_future(ex.execute(call("hang_stubborn")))
     await asyncio.sleep(0)  # let it start (this sleep only yields)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await task
-    assert time.perf_counter() - started < BOUND
+        async with asyncio.timeout(BOUND):  # dropped, not waited for: the tool never ends
+            await task
     ex.close()
 
 

@@ -293,6 +293,8 @@ async def test_property_the_final_state_is_the_successful_calls_own_writes(
     make_executor: Any, batch: list[str], initial: int
 ) -> None:
     release = threading.Event()
+    waiting: list[int] = []  # the timed-out sync writers waiting to write late
+    late_writes = threading.Semaphore(0)  # one release per late write made
 
     def write(ctx: ToolContext, i: int) -> None:
         assert ctx.state is not None
@@ -321,8 +323,10 @@ async def test_property_the_final_state_is_the_successful_calls_own_writes(
         if how == "sync_crash":
             raise RuntimeError("boom")
         if how == "sync_timeout":
+            waiting.append(i)
             release.wait(5)
             write(ctx, i + 100)
+            late_writes.release()
         return i
 
     ex = make_executor(writer, sync_writer, thread_pool_size=8)
@@ -334,9 +338,11 @@ async def test_property_the_final_state_is_the_successful_calls_own_writes(
         for i, how in enumerate(batch)
     ]
     results = await ex.execute_many(calls, ToolContext(state=state))
+    late = len(waiting)
     release.set()
+    for _ in range(late):  # every late write has been made (and went nowhere)
+        assert await asyncio.to_thread(late_writes.acquire, True, 10)
     ex.close()
-    await asyncio.sleep(0.01)
     winners = [i for i, r in enumerate(results) if r.status == "ok"]
     assert winners == [i for i, how in enumerate(batch) if how in ("ok", "sync_ok")]
     expected = copy.deepcopy(start)

@@ -378,8 +378,8 @@ async def test_no_spans_without_an_sdk_provider(make_executor: Any) -> None:
 async def test_a_global_provider_set_after_the_executor_is_used_from_then_on(
     make_executor: Any, spans: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The executor checks the API's global inline (no `tracer()` call while none is set): a provider
-    installed later, as an app's start-up may do, still gets every call's span."""
+    """A provider installed after the executor's first call, as an app's start-up may do, still gets every
+    later call's span."""
     from opentelemetry import trace
 
     provider, exporter = spans
@@ -389,6 +389,22 @@ async def test_a_global_provider_set_after_the_executor_is_used_from_then_on(
     await ex.execute(call("add", {"a": 1, "b": 2}, id="after"))
     names = [(s.name, (s.attributes or {}).get("gen_ai.tool.call.id")) for s in exporter.get_finished_spans()]
     assert names == [("execute_tool add", "after")]
+
+
+async def test_the_global_provider_is_read_through_the_public_api(
+    make_executor: Any, spans: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor asks `opentelemetry.trace.get_tracer_provider()` (the API's public answer, which also
+    covers a provider named by OTEL_PYTHON_TRACER_PROVIDER), never the API module's private global."""
+    from opentelemetry import trace
+
+    provider, exporter = spans
+    assert trace._TRACER_PROVIDER is None  # the private global says "none set" throughout
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    ex = make_executor(add, audit_logger=None)
+    await ex.execute(call("add", {"a": 1, "b": 2}, id="c1"))
+    names = [(s.name, (s.attributes or {}).get("gen_ai.tool.call.id")) for s in exporter.get_finished_spans()]
+    assert names == [("execute_tool add", "c1")]
 
 
 async def test_events_built_positionally_have_every_field_in_place(make_executor: Any) -> None:

@@ -13,6 +13,7 @@ import pytest
 from toolrun import ErrorCode, Tool, ToolRegistry, tool
 from toolrun.exceptions import ToolDefinitionError
 from toolrun.runtime import ProcessIsolation, ToolExecutor
+from waiting import wait_for
 
 from . import _isolated
 from .conftest import call
@@ -26,12 +27,6 @@ def _gone(pid: int) -> bool:
             return f.read().split(") ", 1)[1].startswith("Z")  # killed, not yet reaped
     except FileNotFoundError:
         return True
-
-
-async def _wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 @pytest.fixture
@@ -51,7 +46,7 @@ async def test_a_runaway_tool_is_killed_on_timeout(isolation: ProcessIsolation) 
     assert isinstance(first, int) and first != os.getpid()
     r = await ex.execute(call("spin", {"seconds": 60}))
     assert r.error is not None and r.error.code == ErrorCode.TIMEOUT
-    await _wait_until(lambda: _gone(first))
+    await wait_for(lambda: _gone(first))
     assert (await ex.execute(call("crunch", {"n": 10}))).value == 45  # a fresh worker took over
     second = (await ex.execute(call("worker_pid"))).value
     assert second != first

@@ -47,9 +47,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import json
 import secrets
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -57,6 +59,7 @@ from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from toolrun.agent import Agent, AgentEvent, AgentRun, Approve, Deny, PendingConfirmation, RunFinished
 from toolrun.agent._run import check_decisions
+from toolrun.exceptions import ToolrunError
 from toolrun.integrations._dbos_jobs import JobLimitError, JobStore
 from toolrun.integrations._dbos_lease import ExecutorLease
 from toolrun.integrations._dbos_steps import ModelStepFailed, StepModel, interrupted, sync_url
@@ -77,6 +80,7 @@ from toolrun.tools import ProgressThrottle, ToolCall, ToolContext
 
 __all__ = [
     "DurableAgent",
+    "DurableAgentExistsError",
     "DurableTasks",
     "ExecutorLease",
     "JobStore",
@@ -97,8 +101,41 @@ _JOB_PROGRESS_INTERVAL = 0.25
 """Seconds per stored progress report of a job at the steady rate (a short burst goes at once)."""
 
 _AGENTS: dict[str, DurableAgent] = {}
+"""The agents of this process by name: the workflow named after one runs its runs (see `_claim`)."""
 _WORKFLOWS: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]] = {}
 _LISTENERS: dict[str, list[asyncio.Queue[AgentEvent]]] = {}
+
+
+class DurableAgentExistsError(ToolrunError, ValueError):
+    """A `DurableAgent` of the same name is alive in this process: its runs would go to the wrong agent.
+
+    Attributes:
+        name: The name that is taken.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"A DurableAgent named {name!r} already exists in this process; each name must be unique (it "
+            "names the DBOS workflow that recovers the agent's runs). Choose another name, or drop the "
+            "first agent before making another of that name."
+        )
+
+
+def _claim(name: str, agent: DurableAgent) -> None:
+    """Make `agent` the one that runs the workflow of `name`, or raise `DurableAgentExistsError` while the
+    agent that has the name is still referenced elsewhere (by a live app, a caller). One that only this
+    registry keeps (its app is gone; it only waited for recoveries) hands its name over."""
+    held = _AGENTS.pop(name, None)
+    if held is not None:
+        alive = weakref.ref(held)
+        del held
+        gc.collect()  # a closed app's agent is often kept by reference cycles only
+        held = alive()
+        if held is not None:
+            _AGENTS[name] = held
+            raise DurableAgentExistsError(name)
+    _AGENTS[name] = agent
 
 
 def dbos_config(
@@ -337,7 +374,8 @@ class DurableAgent(Agent):
         model: As for `Agent`.
         tools: As for `Agent`.
         name: A unique, stable name: it names the DBOS workflow that recovers this agent's runs, in every
-            process.
+            process. Another `DurableAgent` of the name still in use in the process raises
+            `DurableAgentExistsError`.
         deps: `ToolContext.deps` for the tools of runs this process recovers (a context's own `deps` do
             not travel with the run).
         decision_timeout: Seconds a run waits for a decision on its pending confirmations (default: the
@@ -381,7 +419,7 @@ class DurableAgent(Agent):
         self.decision_timeout = (
             decision_timeout if decision_timeout is not None else self.executor.confirmation.ttl
         )
-        _AGENTS[name] = self
+        _claim(name, self)
         self._workflow_fn = _register(name)
         self._job_fn = _register_jobs()
 

@@ -16,7 +16,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from toolrun.planning._session import register_kind
 from toolrun.results import ToolError
 
 __all__ = ["MAX_TEXT", "Plan", "PlanStatus", "PlanStep", "StepStatus"]
@@ -171,6 +170,3 @@ def check_text(value: str, field: str) -> str:
             details={"field": field},
         )
     return text
-
-
-register_kind(Plan, key="toolrun.plan")

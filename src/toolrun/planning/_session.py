@@ -13,11 +13,13 @@ call fails, and a paused `AgentRun`'s JSON (the run keeps the state it gave its 
 from that data on read; hold on to a value, never to the stored data.
 
 A kind of value is a Pydantic model. Its reducer decides how an update combines with the latest value; the
-default replaces it. Register another with `register_kind(Kind, key=..., reducer=...)`.
+default replaces it. Register another with `register_kind(Kind, key=..., reducer=...)`. toolrun's own kinds
+(`Plan`) are declared here and looked up on first use: importing toolrun registers nothing.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -54,6 +56,15 @@ class Kind(Generic[M]):
 
 
 _KINDS: dict[type[BaseModel], Kind[Any]] = {}
+"""The kinds registered with `register_kind` (they take precedence over toolrun's own)."""
+
+
+@functools.cache
+def _own_kinds() -> dict[type[BaseModel], Kind[Any]]:
+    """toolrun's own kinds, built on first use (nothing is registered at import)."""
+    from toolrun.planning._plan import Plan
+
+    return {Plan: Kind(type=Plan, key="toolrun.plan", reducer=replace)}
 
 
 def register_kind(
@@ -77,7 +88,7 @@ def register_kind(
         reducer=reducer or replace,
         history=history,
     )
-    taken = {k.key: t for t, k in _KINDS.items()}
+    taken = {k.key: t for t, k in {**_own_kinds(), **_KINDS}.items()}
     if taken.get(spec.key, kind) is not kind:
         raise ValueError(f"Session key {spec.key!r} is already used by {taken[spec.key].__qualname__}.")
     _KINDS[kind] = spec
@@ -86,6 +97,8 @@ def register_kind(
 
 def _kind(kind: type[M]) -> Kind[M]:
     spec = _KINDS.get(kind)
+    if spec is None:
+        spec = _own_kinds().get(kind)
     return spec if spec is not None else register_kind(kind)
 
 

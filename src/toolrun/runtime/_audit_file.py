@@ -11,7 +11,8 @@ encoded in one go (one msgspec call) and appended to the file with one `write` b
   cross-core traffic),
 * every `flush_interval` seconds (so a quiet service still writes within that time),
 * on `flush()` and `close()` (both return once everything queued before them is written),
-* at interpreter exit, for sinks still open.
+* at interpreter exit, for sinks still open (the exit handler is registered when the first sink opens,
+  not at import).
 
 So the event loop never waits for the disk. A crash of the process (not an exception: those are handled)
 loses at most the records of the last `flush_interval`; choose `batch=1` when every record must reach the
@@ -40,6 +41,8 @@ __all__ = ["JSONLinesAuditSink"]
 _logger = logging.getLogger("toolrun")
 
 _open_sinks: weakref.WeakSet[JSONLinesAuditSink] = weakref.WeakSet()
+_exit_hook = threading.Lock()
+_exit_hooked = False
 
 _encode_lines = msgspec.json.Encoder().encode_lines
 
@@ -109,6 +112,7 @@ class JSONLinesAuditSink:
             self._thread = threading.Thread(target=self._run, name="toolrun-audit-writer", daemon=True)
             self._thread.start()
         _open_sinks.add(self)
+        _hook_exit()
 
     def write(self, record: AuditRecord) -> None:
         """Queue one record (written by the writer thread; at once with `batch=1`)."""
@@ -192,7 +196,17 @@ class JSONLinesAuditSink:
                     self.written += n
 
 
-@atexit.register
+def _hook_exit() -> None:
+    """Register `_close_open_sinks` at interpreter exit, once, when the first sink opens."""
+    global _exit_hooked
+    if _exit_hooked:
+        return
+    with _exit_hook:
+        if not _exit_hooked:
+            atexit.register(_close_open_sinks)
+            _exit_hooked = True
+
+
 def _close_open_sinks() -> None:
     for sink in list(_open_sinks):
         try:

@@ -744,8 +744,7 @@ class ToolExecutor:
         sinks = self._sinks
         auditing = logging_audit or bool(sinks)
         tracing = self._tracing
-        unset = tracing.unset
-        tracer = None if unset is not None and unset._TRACER_PROVIDER is None else tracing.tracer()
+        tracer = tracing.tracer()
         observing = emitting or auditing or tracer is not None
         tool_name = plan.tool.name if plan is not None else None
         span = token = None

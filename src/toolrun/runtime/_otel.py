@@ -7,7 +7,8 @@ Argument values and results are never recorded. toolrun adds `toolrun.outcome`, 
 `toolrun.cached`.
 
 `opentelemetry-api` is imported lazily and optionally. While no SDK tracer provider is installed (the
-API's proxy or no-op provider is in place) no span is started at all, so the cost is one check per call.
+API's proxy or no-op provider is in place) no span is started at all: the cost is one call of the API's
+public `get_tracer_provider()` per tool call (about 1 µs while none is set, when it looks at os.environ).
 """
 
 from __future__ import annotations
@@ -34,30 +35,29 @@ class Tracing:
             self._noop = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
         self._tracer: Any = None
         self._tracer_of: Any = None
-        # `get_tracer_provider()` reads os.environ on every call while no provider is set (~1 µs); the API
-        # module's global tells the same for free. If a future API drops that global, ask every time.
-        self._peek = trace is not None and hasattr(trace, "_TRACER_PROVIDER")
-        if self._peek:
-            import os
-
-            self._peek = "OTEL_PYTHON_TRACER_PROVIDER" not in os.environ
-        self.unset: Any = trace if self._peek and provider is None else None
-        """The API module, when `unset._TRACER_PROVIDER is None` tells that no provider is set (then
-        `tracer()` is None): the executor checks that inline, without calling `tracer()`."""
+        self._global: Any = trace.get_tracer_provider if trace is not None and provider is None else None
 
     def tracer(self) -> Any:
-        """The tracer to use now, or None when spans would go nowhere."""
+        """The tracer to use now, or None when spans would go nowhere.
+
+        Without a provider of its own it asks the API's public `get_tracer_provider()` on every call, so a
+        provider installed later (as an app's start-up may do) is used from then on; the tracer is kept
+        for the provider it was made for.
+        """
         provider = self._provider
         if provider is None:
-            if self._trace is None or (self._peek and self._trace._TRACER_PROVIDER is None):
+            get = self._global
+            if get is None:
                 return None
-            provider = self._trace.get_tracer_provider()
-        if isinstance(provider, self._noop):
-            return None
+            provider = get()
         if provider is not self._tracer_of:
-            from toolrun import __version__
+            if isinstance(provider, self._noop):
+                tracer = None
+            else:
+                from toolrun import __version__
 
-            self._tracer = provider.get_tracer("toolrun", __version__)
+                tracer = provider.get_tracer("toolrun", __version__)
+            self._tracer = tracer
             self._tracer_of = provider
         return self._tracer
 
