@@ -4,6 +4,9 @@
 await upgrade("sqlite+aiosqlite:///./toolrun.db")          # to the newest revision
 await downgrade(url, "base")                                 # everything dropped
 ```
+
+Every migration runs in one transaction that first takes toolrun's schema lock (`toolrun.store._schema`):
+several `toolrun db upgrade` started at once on a fresh database all succeed, and the schema is made once.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
 from toolrun.server._db import create_engine
+from toolrun.store._schema import hold_schema_lock
 
 __all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
 
@@ -41,14 +45,25 @@ async def _run(url: str, fn: Any, *args: Any) -> Any:
         await engine.dispose()
 
 
+def _locked(fn: Any) -> Any:
+    """`fn` run under the schema lock, in the transaction of the whole migration: of processes migrating
+    at once (one per replica), the first does the work and the others then find the database at head."""
+
+    def run(conn: Connection, *args: Any) -> Any:
+        hold_schema_lock(conn)
+        return fn(conn, *args)
+
+    return run
+
+
 async def upgrade(url: str, revision: str = "head") -> None:
     """Bring the database at `url` up to `revision` (creates every table on a new database)."""
-    await _run(url, lambda conn, rev: command.upgrade(_config(conn), rev), revision)
+    await _run(url, _locked(lambda conn, rev: command.upgrade(_config(conn), rev)), revision)
 
 
 async def downgrade(url: str, revision: str = "base") -> None:
     """Take the database at `url` down to `revision` (`base`: no toolrun table left)."""
-    await _run(url, lambda conn, rev: command.downgrade(_config(conn), rev), revision)
+    await _run(url, _locked(lambda conn, rev: command.downgrade(_config(conn), rev)), revision)
 
 
 async def current_revision(url: str) -> str | None:
