@@ -451,3 +451,69 @@ def test_approvals_add_list_revoke(env: Path) -> None:
     assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 0
     assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 1
     assert rule_id not in runner.invoke(app, ["approvals", "list", "alice"]).output
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (
+            ["db", "upgrade", "--database-url", "sqlite+aiosqlite:////nonexistent/folder/x.db"],
+            1,
+            "does not exist",
+        ),
+        (
+            ["users", "list", "--database-url", "postgresql+asyncpg://postgres@127.0.0.1:{port}/x"],
+            1,
+            "cannot be used",
+        ),
+        (
+            ["db", "upgrade", "--database-url", "postgresql+asyncpg://postgres@127.0.0.1:{port}/x"],
+            1,
+            "cannot be used",
+        ),
+        (
+            [
+                "db",
+                "current",
+                "--database-url",
+                "postgresql+asyncpg://postgres@127.0.0.1:5432/no_such_db_hpg",
+            ],
+            1,
+            "does not exist",
+        ),
+        (["users", "list", "--database-url", "mysql://u@127.0.0.1/db"], 2, "unsupported database 'mysql'"),
+        (["db", "upgrade", "--database-url", "not a url"], 2, "cannot read the database URL"),
+        (["approvals", "list", "alice", "--database-url", "::::"], 2, "cannot read the database URL"),
+    ],
+)
+def test_a_database_mistake_is_one_line_and_an_exit_code(
+    env: Path, args: list[str], code: int, says: str
+) -> None:
+    from processes import free_port
+
+    port = free_port()  # nothing listens there: the database server is down
+    r = runner.invoke(app, [a.format(port=port) for a in args])
+    assert r.exit_code == code, r.output
+    assert says in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) <= 3, r.output  # one line, wrapped at most by the console
+    assert r.output.strip().startswith("error:")
+
+
+def test_serve_refuses_a_database_never_migrated_and_names_the_command(env: Path) -> None:
+    r = runner.invoke(app, ["serve", "--port", "0"])
+    assert r.exit_code == 1, r.output
+    assert "toolrun db upgrade" in " ".join(r.output.split()) and "Traceback" not in r.output
+
+
+def test_approvals_add_takes_only_what_the_http_api_takes(env: Path) -> None:
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+    assert runner.invoke(app, ["users", "add", "alice"]).exit_code == 0
+    unknown = runner.invoke(app, ["approvals", "add", "alice", "no_such_tool"])
+    assert unknown.exit_code == 2 and "There is no tool 'no_such_tool' you can use" in unknown.output
+    harmless = runner.invoke(app, ["approvals", "add", "alice", "query_tasks"])
+    assert harmless.exit_code == 2 and "never asks for confirmation" in harmless.output
+    stray = runner.invoke(
+        app, ["approvals", "add", "alice", "delete_task", "--arguments", '{"colour": "red"}']
+    )
+    assert stray.exit_code == 2 and "takes no argument(s) ['colour']" in stray.output
+    assert "rule_" not in runner.invoke(app, ["approvals", "list", "alice"]).output  # nothing was stored
