@@ -345,7 +345,9 @@ def test_serve_says_in_one_line_when_the_port_is_taken(env: Path, monkeypatch: p
 class Terminal:
     """`toolrun ...` in a pseudo-terminal `columns` wide: what a person sees, typed into like a person."""
 
-    def __init__(self, args: list[str], columns: int = 60) -> None:
+    def __init__(self, args: list[str], columns: int = 60, *, controlling: bool = False) -> None:
+        """`controlling`: the pseudo-terminal is the process's controlling terminal (its own session), so
+        Ctrl-C typed into it is a SIGINT, as in a person's terminal."""
         import fcntl
         import os
         import pty
@@ -358,6 +360,8 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
         env = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns)}
         code = "from toolrun.cli import main; main()"
+        if controlling:
+            code = "import os, fcntl, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); " + code
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, *args], stdin=slave, stdout=slave, stderr=slave, env=env
         )
@@ -388,10 +392,10 @@ class Terminal:
         shown, self.mark = self.seen[self.mark : end], end
         return shown
 
-    def type(self, line: str) -> None:
+    def type(self, line: str, end: str = "\r") -> None:
         import os
 
-        os.write(self.master, line.encode() + b"\r")
+        os.write(self.master, line.encode() + end.encode())
 
     def close(self) -> int:
         import os
@@ -517,3 +521,24 @@ def test_approvals_add_takes_only_what_the_http_api_takes(env: Path) -> None:
     )
     assert stray.exit_code == 2 and "takes no argument(s) ['colour']" in stray.output
     assert "rule_" not in runner.invoke(app, ["approvals", "list", "alice"]).output  # nothing was stored
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_ctrl_c_at_the_chat_prompt_clears_the_line_as_a_shell_does(env: Path) -> None:
+    term = Terminal(["chat"], controlling=True)
+    try:
+        term.expect("you>")
+        term.type("add Buy the dropped milk", end="\x03")  # typed, then Ctrl-C instead of Enter
+        term.expect("\nyou>")  # a new prompt on a new line at once, nothing sent
+        term.type("add Water the plants")
+        created = term.expect("you>", timeout=60)
+        term.type("exit")
+        code = term.close()
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.proc.wait()
+    assert code == 0, term.seen
+    assert "Water the plants" in created and "dropped milk" not in created
+    assert term.seen.count("Created ") == 1 and "Traceback" not in term.seen
