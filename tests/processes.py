@@ -80,7 +80,11 @@ run()
 
 
 def start_together(
-    commands: Sequence[Sequence[str]], folder: Path, *, env: dict[str, str] | None = None, timeout: float = 300
+    commands: Sequence[Sequence[str]],
+    folder: Path,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
 ) -> list[subprocess.Popen[str]]:
     """Start each command (`["toolrun", ARGS...]` for the CLI, or `[script.py, ARGS...]`) in its own
     interpreter, and let them all go at the same instant once every one has imported what it needs."""

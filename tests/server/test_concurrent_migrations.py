@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from toolrun.server.migrate import current_revision, head_revision
-
 from processes import outcomes, scratch_postgres, start_together
+from toolrun.server.migrate import current_revision, head_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
