@@ -346,7 +346,9 @@ def test_serve_says_in_one_line_when_the_port_is_taken(env: Path, monkeypatch: p
 class Terminal:
     """`toolrun ...` in a pseudo-terminal `columns` wide: what a person sees, typed into like a person."""
 
-    def __init__(self, args: list[str], columns: int = 60) -> None:
+    def __init__(self, args: list[str], columns: int = 60, *, controlling: bool = False) -> None:
+        """`controlling`: the pseudo-terminal is the process's controlling terminal (its own session), so
+        Ctrl-C typed into it is a SIGINT, as in a person's terminal."""
         import fcntl
         import os
         import pty
@@ -359,6 +361,8 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
         env = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns)}
         code = "from toolrun.cli import main; main()"
+        if controlling:
+            code = "import os, fcntl, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); " + code
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, *args], stdin=slave, stdout=slave, stderr=slave, env=env
         )
@@ -389,10 +393,10 @@ class Terminal:
         shown, self.mark = self.seen[self.mark : end], end
         return shown
 
-    def type(self, line: str) -> None:
+    def type(self, line: str, end: str = "\r") -> None:
         import os
 
-        os.write(self.master, line.encode() + b"\r")
+        os.write(self.master, line.encode() + end.encode())
 
     def close(self) -> int:
         import os
@@ -452,3 +456,90 @@ def test_approvals_add_list_revoke(env: Path) -> None:
     assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 0
     assert runner.invoke(app, ["approvals", "revoke", "alice", rule_id]).exit_code == 1
     assert rule_id not in runner.invoke(app, ["approvals", "list", "alice"]).output
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (
+            ["db", "upgrade", "--database-url", "sqlite+aiosqlite:////nonexistent/folder/x.db"],
+            1,
+            "does not exist",
+        ),
+        (
+            ["users", "list", "--database-url", "postgresql+asyncpg://postgres@127.0.0.1:{port}/x"],
+            1,
+            "cannot be used",
+        ),
+        (
+            ["db", "upgrade", "--database-url", "postgresql+asyncpg://postgres@127.0.0.1:{port}/x"],
+            1,
+            "cannot be used",
+        ),
+        (
+            [
+                "db",
+                "current",
+                "--database-url",
+                "postgresql+asyncpg://postgres@127.0.0.1:5432/no_such_db_hpg",
+            ],
+            1,
+            "does not exist",
+        ),
+        (["users", "list", "--database-url", "mysql://u@127.0.0.1/db"], 2, "unsupported database 'mysql'"),
+        (["db", "upgrade", "--database-url", "not a url"], 2, "cannot read the database URL"),
+        (["approvals", "list", "alice", "--database-url", "::::"], 2, "cannot read the database URL"),
+    ],
+)
+def test_a_database_mistake_is_one_line_and_an_exit_code(
+    env: Path, args: list[str], code: int, says: str
+) -> None:
+    from processes import free_port
+
+    port = free_port()  # nothing listens there: the database server is down
+    r = runner.invoke(app, [a.format(port=port) for a in args])
+    assert r.exit_code == code, r.output
+    assert says in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) <= 3, r.output  # one line, wrapped at most by the console
+    assert r.output.strip().startswith("error:")
+
+
+def test_serve_refuses_a_database_never_migrated_and_names_the_command(env: Path) -> None:
+    r = runner.invoke(app, ["serve", "--port", "0"])
+    assert r.exit_code == 1, r.output
+    assert "toolrun db upgrade" in " ".join(r.output.split()) and "Traceback" not in r.output
+
+
+def test_approvals_add_takes_only_what_the_http_api_takes(env: Path) -> None:
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+    assert runner.invoke(app, ["users", "add", "alice"]).exit_code == 0
+    unknown = runner.invoke(app, ["approvals", "add", "alice", "no_such_tool"])
+    assert unknown.exit_code == 2 and "There is no tool 'no_such_tool' you can use" in unknown.output
+    harmless = runner.invoke(app, ["approvals", "add", "alice", "query_tasks"])
+    assert harmless.exit_code == 2 and "never asks for confirmation" in harmless.output
+    stray = runner.invoke(
+        app, ["approvals", "add", "alice", "delete_task", "--arguments", '{"colour": "red"}']
+    )
+    assert stray.exit_code == 2 and "takes no argument(s) ['colour']" in stray.output
+    assert "rule_" not in runner.invoke(app, ["approvals", "list", "alice"]).output  # nothing was stored
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_ctrl_c_at_the_chat_prompt_clears_the_line_as_a_shell_does(env: Path) -> None:
+    term = Terminal(["chat"], controlling=True)
+    try:
+        term.expect("you>")
+        term.type("add Buy the dropped milk", end="\x03")  # typed, then Ctrl-C instead of Enter
+        term.expect("\nyou>")  # a new prompt on a new line at once, nothing sent
+        term.type("add Water the plants")
+        created = term.expect("you>", timeout=60)
+        term.type("exit")
+        code = term.close()
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.proc.wait()
+    assert code == 0, term.seen
+    assert "Water the plants" in created and "dropped milk" not in created
+    assert term.seen.count("Created ") == 1 and "Traceback" not in term.seen

@@ -16,6 +16,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from toolrun._cli_shared import AppOption, load_app_option
+
 __all__ = ["app"]
 
 app = typer.Typer(help="Standing approvals: always allow (or deny) a tool for a user.", no_args_is_help=True)
@@ -25,14 +27,23 @@ err = Console(stderr=True)
 DatabaseUrl = Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")]
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str, code: int = 1) -> typer.Exit:
     err.print(f"[red]error:[/red] {message}")
-    return typer.Exit(1)
+    return typer.Exit(code)
 
 
-async def _with_rules(database_url: str | None, user: str, fn: Callable[[Any, str], Awaitable[Any]]) -> Any:
+def _registry() -> Any:
+    """The tools of the App served (`--app` / `TOOLRUN_APP`, default the task assistant), for checking a new
+    rule (definitions only: nothing connects to the engine)."""
+    from toolrun.cli import app_registry
+
+    return app_registry(connect=False)
+
+
+async def _with_rules(database_url: str | None, user: str, fn: Callable[[Any, Any], Awaitable[Any]]) -> Any:
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
+    from toolrun._cli_shared import check_database_url
     from toolrun.server import Settings
     from toolrun.server._db import create_engine
     from toolrun.server._users import UserStore
@@ -40,12 +51,13 @@ async def _with_rules(database_url: str | None, user: str, fn: Callable[[Any, st
 
     overrides: dict[str, Any] = {"database_url": database_url} if database_url else {}
     settings = Settings(**overrides)
+    check_database_url(settings.database_url)
     engine = create_engine(settings.database_url)
     try:
         principal = await UserStore(engine, cache_seconds=0).get_by_name(user)
         if principal is None:
             raise _fail(f"No user named {user!r} (see `toolrun users list`).")
-        return await fn(SQLApprovalRuleStore(engine), principal.user_id)
+        return await fn(SQLApprovalRuleStore(engine), principal)
     except (OperationalError, ProgrammingError) as exc:
         raise _fail(
             f"The database is not ready ({type(exc.orig).__name__}): run `toolrun db upgrade` first."
@@ -63,7 +75,7 @@ def list_rules(
     user: Annotated[str, typer.Argument(help="The user's name.")], database_url: DatabaseUrl = None
 ) -> None:
     """A user's standing approvals (expired ones marked)."""
-    rules = asyncio.run(_with_rules(database_url, user, lambda store, uid: store.list_rules(uid)))
+    rules = asyncio.run(_with_rules(database_url, user, lambda store, user: store.list_rules(user.user_id)))
     now = time.time()
     if not rules:
         out.print(f"{user} has no standing approvals: every call that needs confirmation is asked.")
@@ -86,9 +98,12 @@ def add_rule(
     ] = None,
     note: Annotated[str | None, typer.Option(help="What the rule is for.")] = None,
     database_url: DatabaseUrl = None,
+    app: AppOption = None,
 ) -> None:
     """Always allow (or, with --deny, always refuse) a tool's calls for a user until the rule expires."""
     from toolrun.store import ApprovalRule
+
+    load_app_option(app)
 
     if not 0 < days <= 366:
         raise _fail("--days must be more than 0 and at most 366.")
@@ -101,11 +116,17 @@ def add_rule(
         if not isinstance(constraints, dict):
             raise _fail("--arguments must be a JSON object of argument names and values.")
 
-    async def add(store: Any, uid: str) -> Any:
+    async def add(store: Any, principal: Any) -> Any:
+        from toolrun.server._rules import RuleRefused, check_rule
+
+        try:  # the rule the HTTP API applies: a tool the user can call, that asks, with its own arguments
+            found = check_rule(_registry(), tool, principal.roles, constraints)
+        except RuleRefused as refused:
+            raise _fail(refused.message, 2) from None
         return await store.add(
             ApprovalRule(
-                user_id=uid,
-                tool=tool,
+                user_id=principal.user_id,
+                tool=found.name,
                 decision="deny" if deny else "allow",
                 arguments=constraints,
                 expires_at=time.time() + days * 86400,
@@ -128,7 +149,7 @@ def revoke_rule(
 ) -> None:
     """Revoke one of a user's standing approvals."""
     removed = asyncio.run(
-        _with_rules(database_url, user, lambda store, uid: store.remove(rule_id, user_id=uid))
+        _with_rules(database_url, user, lambda store, user: store.remove(rule_id, user_id=user.user_id))
     )
     if not removed:
         raise _fail(f"{user} has no rule {rule_id!r}.")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -167,6 +169,18 @@ async def _stream(
     raise _ConnectionLost("the answer was cut off before the run finished")
 
 
+def _read_line(console: Console) -> str:
+    """The person's next line. Ctrl-C raises KeyboardInterrupt here, at the prompt: asyncio.run's own SIGINT
+    handler would only cancel the chat once a line came in (dropping that line and exiting 130)."""
+    if threading.current_thread() is not threading.main_thread():
+        return console.input("[bold]you>[/bold] ")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return console.input("[bold]you>[/bold] ")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 async def _session(
     client: httpx.AsyncClient,
     conversation_id: str | None,
@@ -179,7 +193,10 @@ async def _session(
     while True:
         try:
             message = ask().strip()
-        except (EOFError, KeyboardInterrupt):
+        except KeyboardInterrupt:  # as a shell does: the line is dropped, a new prompt
+            console.print()
+            continue
+        except EOFError:
             console.print()
             return 1 if down else 0
         if message in _QUIT:
@@ -284,7 +301,7 @@ async def run_chat(
     ask: Callable[[], str] | None = None,
 ) -> int:
     """Chat until `exit` or end of input; returns the exit code (0 ok, 1 failure, 2 usage)."""
-    prompt = ask or (lambda: console.input("[bold]you>[/bold] "))
+    prompt = ask or (lambda: _read_line(console))
     timeout = httpx.Timeout(None, connect=_CONNECT_TIMEOUT)
     if url is not None:
         problem = _check_url(url)

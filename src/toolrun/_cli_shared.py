@@ -21,6 +21,8 @@ __all__ = [
     "AppOption",
     "WordsCommand",
     "WordsGroup",
+    "check_database_url",
+    "database_failure",
     "ensure_demo_user",
     "err",
     "fail",
@@ -69,6 +71,56 @@ def load_app_option(spec: str | None) -> Any:
     if spec:
         os.environ["TOOLRUN_APP"] = spec.strip()
     return app
+
+
+_URL_HELP = (
+    "toolrun keeps its data in SQLite (sqlite+aiosqlite:///path) or PostgreSQL (postgresql+asyncpg://...)"
+)
+
+
+def check_database_url(url: str) -> None:
+    """Refuse, as a usage error (exit 2), a database URL that cannot be parsed or names another database;
+    refuse (exit 1) a SQLite file whose folder does not exist."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise fail(f"cannot read the database URL {url!r}: {_URL_HELP}.", 2) from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise fail(f"unsupported database {backend!r} in {safe_url(url)}: {_URL_HELP}.", 2)
+    if backend == "sqlite" and parsed.database and parsed.database != ":memory:":
+        folder = Path(parsed.database).parent
+        if not folder.is_dir():
+            raise fail(
+                f"the folder {str(folder)!r} of the SQLite database does not exist: create it, or give "
+                "another --database-url / TOOLRUN_DATABASE_URL."
+            )
+
+
+def database_failure(exc: BaseException) -> str | None:
+    """One line for an error of a database that cannot be used (down, unreachable, refusing, missing); None
+    for any other error."""
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    if isinstance(exc, ArgumentError):
+        return f"cannot read the database URL: {_URL_HELP}."
+    if isinstance(exc, DBAPIError):
+        reason = (
+            str(exc.orig or exc).strip().splitlines()[0]
+            if str(exc.orig or exc).strip()
+            else type(exc).__name__
+        )
+    elif isinstance(exc, OSError):  # asyncpg's connect: refused, no such host, timed out
+        reason = exc.strerror or str(exc) or type(exc).__name__
+    else:
+        return None
+    return (
+        f"the database cannot be used ({reason}). Check that it runs and is reachable at the URL given "
+        "(--database-url / TOOLRUN_DATABASE_URL)."
+    )
 
 
 async def with_users(settings: Any, fn: Any) -> Any:
@@ -195,10 +247,20 @@ class WordsCommand(TyperCommand):
 
 
 class WordsGroup(TyperGroup):
-    """A group whose help names values in words, like `WordsCommand`."""
+    """A group whose help names values in words, like `WordsCommand`; and the one place where a database
+    that cannot be used becomes one error line and exit code 1 (never a traceback), for every command."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _in_words(super().get_params(ctx))
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            line = database_failure(exc)
+            if line is None:
+                raise
+            raise fail(line) from None
 
 
 def use_words(app: typer.Typer) -> None:

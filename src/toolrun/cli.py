@@ -28,7 +28,15 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from toolrun._approvals_cli import app as approvals_app
-from toolrun._cli_shared import AppOption, ensure_demo_user, err, load_app_option, use_words
+from toolrun._cli_shared import (
+    AppOption,
+    check_database_url,
+    ensure_demo_user,
+    err,
+    load_app_option,
+    safe_url,
+    use_words,
+)
 from toolrun._cli_shared import fail as _fail
 from toolrun._cli_shared import with_users as _with_users
 from toolrun.mcp._cli import app as mcp_app
@@ -54,7 +62,9 @@ def _settings(**overrides: Any) -> Any:
     from toolrun.server import Settings
 
     values = {k: v for k, v in overrides.items() if v is not None}
-    return Settings(**values)
+    settings = Settings(**values)
+    check_database_url(settings.database_url)  # a URL toolrun cannot use: one line, exit 2
+    return settings
 
 
 # -- db --------------------------------------------------------------------------------------------------
@@ -325,6 +335,15 @@ def serve(
         from toolrun.server.migrate import upgrade as do_upgrade
 
         asyncio.run(do_upgrade(settings.database_url, app=served))
+    else:
+        from toolrun.server.migrate import current_revision
+
+        if asyncio.run(current_revision(settings.database_url)) is None:  # else every token would be a 401
+            raise _fail(
+                f"the database at {safe_url(settings.database_url)} has no tables yet: run `toolrun db "
+                "upgrade` first (same --database-url / TOOLRUN_DATABASE_URL and --app), or `toolrun serve "
+                "--upgrade`."
+            )
     taken = _port_taken(host, port)
     if taken is not None:
         raise _fail(

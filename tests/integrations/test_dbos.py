@@ -1,14 +1,16 @@
-"""DurableAgent in one process: runs as DBOS workflows, steps recorded, approvals as durable waits."""
+"""DurableAgent in one process: runs as DBOS workflows, steps recorded, approvals as durable waits, background
+jobs; each on SQLite and on PostgreSQL through psycopg 3 (the driver the `dbos` extra installs)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dbos import DBOS
 
+from processes import scratch_postgres
 from toolrun import ToolCall, ToolContext, ToolRegistry, tool
 from toolrun.agent import Approve, ConfirmationRequired, Deny, RunFinished, TextDelta, ToolCallFinished
 from toolrun.exceptions import ToolrunError
@@ -24,9 +26,20 @@ from toolrun.models import ScriptedModel, UserMessage
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def system_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """DBOS's system database (which the job store shares): a SQLite file, or a scratch PostgreSQL
+    database reached with psycopg 3, the driver the `dbos` extra installs."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/dbos.sqlite"
+        return
+    with scratch_postgres("hpg_dbos") as url:
+        yield url
+
+
 @pytest.fixture
-async def dbos_sqlite(tmp_path: Path) -> AsyncIterator[None]:
-    DBOS(config=dbos_config(f"sqlite:///{tmp_path}/dbos.sqlite", polling_interval=0.02))
+async def dbos_db(system_db: str) -> AsyncIterator[None]:
+    DBOS(config=dbos_config(system_db, polling_interval=0.02))
     DBOS.launch()
     try:
         yield
@@ -56,7 +69,7 @@ def _agent(name: str, script: list[Any], calls: list[str], keys: list[str | None
     return DurableAgent(ScriptedModel(script), registry, name=name)
 
 
-async def test_a_run_is_a_workflow_of_model_and_tool_steps(dbos_sqlite: None) -> None:
+async def test_a_run_is_a_workflow_of_model_and_tool_steps(dbos_db: None) -> None:
     calls: list[str] = []
     keys: list[str | None] = []
     agent = _agent(
@@ -85,7 +98,7 @@ async def test_a_run_is_a_workflow_of_model_and_tool_steps(dbos_sqlite: None) ->
     assert status.status == "SUCCESS"
 
 
-async def test_starting_a_run_id_twice_is_one_run(dbos_sqlite: None) -> None:
+async def test_starting_a_run_id_twice_is_one_run(dbos_db: None) -> None:
     calls: list[str] = []
     agent = _agent("notes_b", [ToolCall(id="c1", name="add_note", arguments={"text": "x"}), "ok"], calls, [])
     first = await agent.start("x", run_id="run_same")
@@ -96,7 +109,7 @@ async def test_starting_a_run_id_twice_is_one_run(dbos_sqlite: None) -> None:
     assert calls == ["x"]
 
 
-async def test_an_approval_is_a_durable_wait_then_runs_once(dbos_sqlite: None) -> None:
+async def test_an_approval_is_a_durable_wait_then_runs_once(dbos_db: None) -> None:
     calls: list[str] = []
     agent = _agent(
         "notes_c",
@@ -126,7 +139,7 @@ async def test_an_approval_is_a_durable_wait_then_runs_once(dbos_sqlite: None) -
     assert calls == ["deleted old"]
 
 
-async def test_a_denial_reaches_the_model_and_nothing_runs(dbos_sqlite: None) -> None:
+async def test_a_denial_reaches_the_model_and_nothing_runs(dbos_db: None) -> None:
     calls: list[str] = []
     agent = _agent(
         "notes_d",
@@ -142,7 +155,7 @@ async def test_a_denial_reaches_the_model_and_nothing_runs(dbos_sqlite: None) ->
     assert done.tool_calls[0].result.error.code == "CONFIRMATION_DENIED"
 
 
-async def test_a_denial_s_reason_reaches_the_model(dbos_sqlite: None) -> None:
+async def test_a_denial_s_reason_reaches_the_model(dbos_db: None) -> None:
     calls: list[str] = []
     agent = _agent(
         "notes_reason",
@@ -162,7 +175,7 @@ async def test_a_denial_s_reason_reaches_the_model(dbos_sqlite: None) -> None:
 
 
 async def test_an_edited_approval_is_validated_then_runs_once_with_the_person_s_arguments(
-    dbos_sqlite: None,
+    dbos_db: None,
 ) -> None:
     calls: list[str] = []
     agent = _agent(
@@ -191,7 +204,7 @@ async def test_an_edited_approval_is_validated_then_runs_once_with_the_person_s_
     assert calls == ["deleted older"]
 
 
-async def test_stream_yields_live_events_of_the_workflow(dbos_sqlite: None) -> None:
+async def test_stream_yields_live_events_of_the_workflow(dbos_db: None) -> None:
     calls: list[str] = []
     agent = _agent(
         "notes_e",
@@ -251,7 +264,7 @@ async def _until(check: Any, timeout: float = 20) -> Any:
     return value
 
 
-def _job_agent(name: str, script: list[Any], tmp_path: Path, *, limit: int = 5) -> tuple[DurableAgent, Any]:
+def _job_agent(name: str, script: list[Any], url: str, *, limit: int = 5) -> tuple[DurableAgent, Any]:
     import asyncio
 
     gate = asyncio.Event()
@@ -270,20 +283,20 @@ def _job_agent(name: str, script: list[Any], tmp_path: Path, *, limit: int = 5) 
             raise
         return {"sum": n * 2}
 
-    jobs = JobStore(f"sqlite:///{tmp_path}/jobs.sqlite", max_running_per_user=limit)
+    jobs = JobStore(url, max_running_per_user=limit)
     agent = DurableAgent(ScriptedModel(script), registry, name=name, jobs=jobs)
     return agent, (gate, cancelled, jobs)
 
 
 async def test_a_background_tool_starts_a_job_whose_result_reaches_the_next_turn(
-    dbos_sqlite: None, tmp_path: Path
+    dbos_db: None, system_db: str
 ) -> None:
     model_script = [
         ToolCall(id="j1", name="crunch", arguments={"n": 21}),
         "It has started.",
         "The sum is 42.",
     ]
-    agent, (gate, _, jobs) = _job_agent("jobs_a", model_script, tmp_path)
+    agent, (gate, _, jobs) = _job_agent("jobs_a", model_script, system_db)
     alice = ToolContext(user_id="alice", conversation_id="conv1")
     first = await agent.run("crunch 21", context=alice)
     assert first.status == "completed"
@@ -307,9 +320,9 @@ async def test_a_background_tool_starts_a_job_whose_result_reaches_the_next_turn
     assert await jobs.take_finished("alice", "conv1") == []
 
 
-async def test_a_cancelled_job_stops_its_tool(dbos_sqlite: None, tmp_path: Path) -> None:
+async def test_a_cancelled_job_stops_its_tool(dbos_db: None, system_db: str) -> None:
     agent, (_, cancelled, jobs) = _job_agent(
-        "jobs_b", [ToolCall(id="j1", name="crunch", arguments={"n": 1}), "started"], tmp_path
+        "jobs_b", [ToolCall(id="j1", name="crunch", arguments={"n": 1}), "started"], system_db
     )
     run = await agent.run("go", context=ToolContext(user_id="bob"))
     job_id = run.tool_calls[0].result.value["job_id"]
@@ -322,12 +335,12 @@ async def test_a_cancelled_job_stops_its_tool(dbos_sqlite: None, tmp_path: Path)
     assert cancelled == [1]
 
 
-async def test_jobs_per_user_are_limited(dbos_sqlite: None, tmp_path: Path) -> None:
+async def test_jobs_per_user_are_limited(dbos_db: None, system_db: str) -> None:
     calls = [
         ToolCall(id="j1", name="crunch", arguments={"n": 1}),
         ToolCall(id="j2", name="crunch", arguments={"n": 2}),
     ]
-    agent, (gate, _, _jobs) = _job_agent("jobs_c", [calls, "ok"], tmp_path, limit=1)
+    agent, (gate, _, _jobs) = _job_agent("jobs_c", [calls, "ok"], system_db, limit=1)
     run = await agent.run("two", context=ToolContext(user_id="carol"))
     # the two starts race: exactly one gets the user's only slot, whichever it is
     results = sorted((r.result for r in run.tool_calls), key=lambda r: r.status)
@@ -358,7 +371,7 @@ async def _job_with_result(jobs: JobStore, job_id: str, user: str) -> Any:
     return job if job is not None and job["result"] else None
 
 
-async def test_a_failing_model_request_fails_the_run_readably(dbos_sqlite: None) -> None:
+async def test_a_failing_model_request_fails_the_run_readably(dbos_db: None) -> None:
     from toolrun.models import ProviderUnavailableError
 
     agent = DurableAgent(
@@ -373,7 +386,8 @@ async def test_a_failing_model_request_fails_the_run_readably(dbos_sqlite: None)
 def test_async_database_urls_become_dbos_urls() -> None:
     from toolrun.integrations.dbos import sync_url
 
-    assert sync_url("postgresql+asyncpg://u:p@h:5432/db") == "postgresql://u:p@h:5432/db"
+    assert sync_url("postgresql+asyncpg://u:p@h:5432/db") == "postgresql+psycopg://u:p@h:5432/db"
+    assert sync_url("postgresql://u:p@h:5432/db") == "postgresql+psycopg://u:p@h:5432/db"
     assert sync_url("sqlite+aiosqlite:///./x.db") == "sqlite:///./x.db"
     assert dbos_config("sqlite+aiosqlite:///x.db", executor_id="w1")["executor_id"] == "w1"
 

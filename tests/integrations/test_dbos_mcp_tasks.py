@@ -17,6 +17,7 @@ from dbos import DBOS
 from mcp.shared.exceptions import MCPError
 
 from mcp import Client, StdioServerParameters
+from processes import scratch_postgres
 from toolrun import ToolContext, ToolExecutor, ToolRegistry, tool
 from toolrun.integrations.dbos import DurableAgent, DurableTasks, JobStore, dbos_config
 from toolrun.mcp import create_server
@@ -28,15 +29,21 @@ HERE = Path(__file__).parent
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-async def dbos_sqlite(tmp_path: Path) -> AsyncIterator[str]:
-    url = f"sqlite:///{tmp_path}/dbos.sqlite"
-    DBOS(config=dbos_config(url, polling_interval=0.02))
-    DBOS.launch()
-    try:
-        yield url
-    finally:
-        DBOS.destroy()
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def dbos_sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """DBOS launched on a SQLite file, or on a scratch PostgreSQL database through psycopg 3 (the driver
+    the `dbos` extra installs)."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp_path}/dbos.sqlite"
+        else:
+            url = stack.enter_context(scratch_postgres("hpg_tasks"))
+        DBOS(config=dbos_config(url, polling_interval=0.02))
+        DBOS.launch()
+        try:
+            yield url
+        finally:
+            DBOS.destroy()
 
 
 async def test_a_task_is_a_durable_job_that_only_its_user_sees(dbos_sqlite: str) -> None:

@@ -207,7 +207,7 @@ def test_serving_the_task_tools_without_a_database_is_an_error_at_start(
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
     expected = {
-        "missing": f"No task database at {tmp_path / 'toolrun.db'}",
+        "missing": f"No database at {tmp_path / 'toolrun.db'}",
         "empty": "has no toolrun tables: run `toolrun db upgrade` first",
         "memory": "need a database kept on disk",
     }[database]

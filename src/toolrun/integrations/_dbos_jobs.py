@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from toolrun._unicode import clean_json, clean_text
 from toolrun.results import ToolResult
+from toolrun.store._schema import create_all_locked
 
 __all__ = ["ACTIVE_STATUSES", "FINAL_STATUSES", "JobLimitError", "JobStore"]
 
@@ -68,7 +69,8 @@ class JobStore:
             sa.Column("created_at", sa.Float, nullable=False),
             sa.Column("updated_at", sa.Float, nullable=False),
         )
-        self.table.metadata.create_all(self._engine)
+        with self._engine.begin() as db:  # processes starting together make it once
+            create_all_locked(db, self.table.metadata)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolrun-jobs")
 
     def close(self) -> None:
@@ -106,14 +108,18 @@ class JobStore:
                 sa.literal(now),
             ).where(running < self.max_running_per_user)
             columns = ["id", "user_id", "conversation_id", "run_id", "tool", "status", "delivered"]
-            insert = sa.insert(t).from_select([*columns, "created_at", "updated_at"], values)
+            # RETURNING says whether the row went in: an INSERT ... SELECT's rowcount is the driver's to
+            # report, and psycopg 3 under SQLAlchemy 2.1 reports -1 for it.
+            insert = (
+                sa.insert(t).from_select([*columns, "created_at", "updated_at"], values).returning(t.c.id)
+            )
             with self._engine.begin() as db:
                 if db.execute(sa.select(t.c.id).where(t.c.id == job_id)).first() is not None:
                     return  # started before (a replayed start)
                 if db.dialect.name == "postgresql":  # one start per user at a time: the count holds
                     db.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(user_id))))
                 # One statement: SQLite runs it under its write lock, so the count and the insert agree.
-                if db.execute(insert).rowcount != 1:
+                if db.execute(insert).first() is None:
                     raise JobLimitError(f"{self.max_running_per_user} jobs running")
 
         await self._in_thread(create)
@@ -198,9 +204,12 @@ class JobStore:
                 taken = []
                 for row in rows:
                     claimed = db.execute(
-                        sa.update(t).where(t.c.id == row.id, t.c.delivered.is_(False)).values(delivered=True)
-                    ).rowcount
-                    if claimed:
+                        sa.update(t)
+                        .where(t.c.id == row.id, t.c.delivered.is_(False))
+                        .values(delivered=True)
+                        .returning(t.c.id)
+                    ).first()
+                    if claimed is not None:
                         taken.append(_view(row._mapping))
                 return taken
 

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from dbos import DBOS
 
 from toolrun.integrations._dbos_steps import sync_url
+from toolrun.store._schema import create_all_locked
 
 __all__ = ["ExecutorLease"]
 
@@ -43,7 +44,8 @@ class ExecutorLease:
             sa.Column("executor_id", sa.String(200), primary_key=True),
             sa.Column("until", sa.Float, nullable=False),
         )
-        self._table.metadata.create_all(self._engine)
+        with self._engine.begin() as db:  # processes starting together make it once
+            create_all_locked(db, self._table.metadata)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -67,10 +69,14 @@ class ExecutorLease:
         now = time.time()
         t = self._table
         with self._engine.begin() as db:
+            # RETURNING, not rowcount: what a driver reports as rowcount varies (psycopg 3 can say -1).
             renewed = db.execute(
-                sa.update(t).where(t.c.executor_id == self.executor_id).values(until=now + self.seconds)
-            ).rowcount
-            if not renewed:
+                sa.update(t)
+                .where(t.c.executor_id == self.executor_id)
+                .values(until=now + self.seconds)
+                .returning(t.c.executor_id)
+            ).first()
+            if renewed is None:
                 db.execute(sa.insert(t).values(executor_id=self.executor_id, until=now + self.seconds))
             expired = db.execute(
                 sa.select(t.c.executor_id, t.c.until).where(
@@ -82,9 +88,11 @@ class ExecutorLease:
             with self._engine.begin() as db:
                 # Of several live processes, the one whose delete matches takes the dead one's runs.
                 gone = db.execute(
-                    sa.delete(t).where(t.c.executor_id == executor_id, t.c.until == until)
-                ).rowcount
-            if gone:
+                    sa.delete(t)
+                    .where(t.c.executor_id == executor_id, t.c.until == until)
+                    .returning(t.c.executor_id)
+                ).first()
+            if gone is not None:
                 DBOS._recover_pending_workflows([executor_id])
                 taken.append(executor_id)
         return taken

@@ -23,10 +23,11 @@ _LOCAL_ERRORS: dict[str, BaseException] = {}
 
 
 def sync_url(database_url: str) -> str:
-    """The URL with its async driver dropped (DBOS opens its own synchronous connections)."""
+    """The URL with the synchronous driver DBOS itself uses: psycopg 3 for PostgreSQL (the driver the
+    `dbos` extra installs, named, not SQLAlchemy's default, which differs between its versions)."""
     url = sa.make_url(database_url)
     if url.drivername.startswith("postgresql"):
-        url = url.set(drivername="postgresql")
+        url = url.set(drivername="postgresql+psycopg")
     elif url.drivername.startswith("sqlite"):
         url = url.set(drivername="sqlite")
     return url.render_as_string(hide_password=False)

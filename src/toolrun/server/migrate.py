@@ -11,6 +11,9 @@ revision files) in its own version table, `alembic_version_<name>`, applied afte
 histories, not one: an app's revision ids can never collide with the service's, and a database serving
 one app never sees another's tables. `revision` always names a revision of the service's history; the
 app's history goes to its head with the service's (`head`) and back to nothing with it (`base`).
+
+Every migration runs in one transaction that first takes toolrun's schema lock (`toolrun.store._schema`):
+several `toolrun db upgrade` started at once on a fresh database all succeed, and the schema is made once.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from sqlalchemy.pool import NullPool
 
 from toolrun.server._apps import App, load_app
 from toolrun.server._db import create_engine
+from toolrun.store._schema import hold_schema_lock
 
 __all__ = ["app_revision", "current_revision", "downgrade", "head_revision", "upgrade"]
 
@@ -76,6 +80,7 @@ async def upgrade(url: str, revision: str = "head", *, app: App | str | None = N
     own = _own(app)
 
     def run(conn: Connection) -> None:
+        hold_schema_lock(conn)  # replicas migrating at once: the first does the work
         command.upgrade(_config(conn), revision)
         if own is not None and revision in ("head", "heads"):
             command.upgrade(_config(conn, own), "heads")
@@ -88,6 +93,7 @@ async def downgrade(url: str, revision: str = "base", *, app: App | str | None =
     own = _own(app)
 
     def run(conn: Connection) -> None:
+        hold_schema_lock(conn)  # replicas migrating at once: the first does the work
         if own is not None and revision == "base":
             command.downgrade(_config(conn, own), "base")
         command.downgrade(_config(conn), revision)

@@ -60,11 +60,11 @@ from typing import Any, Self
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from toolrun.store._memory import new_rule_id
 from toolrun.store._protocols import ApprovalRule, Artifact, PendingConfirmation, RateLimitDecision
+from toolrun.store._schema import create_all_locked
 
 __all__ = [
     "DEFAULT_TABLE_PREFIX",
@@ -177,15 +177,14 @@ class _SQLStore:
         return sa.func.least(a, b) if self._dialect == "postgresql" else sa.func.min(a, b)
 
     async def create_tables(self) -> None:
-        """Create this store's tables and indexes if they do not exist (safe to call every start)."""
-        try:
-            async with self.engine.begin() as conn:
-                await conn.run_sync(self.metadata.create_all, checkfirst=True)
-        except DBAPIError:
-            # Two processes starting together may both find a table missing and both create it; the
-            # loser's error is harmless if the tables are there now. If not, this raises the real error.
-            async with self.engine.begin() as conn:
-                await conn.run_sync(self.metadata.create_all, checkfirst=True)
+        """Create this store's tables and indexes if they do not exist (safe to call every start, from any
+        number of processes at once: they take turns under toolrun's schema lock, and the first makes
+        the tables)."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(self._create_tables)
+
+    def _create_tables(self, connection: sa.Connection) -> None:
+        create_all_locked(connection, self.metadata)
 
     async def drop_tables(self) -> None:
         """Drop this store's tables (and everything in them)."""
@@ -250,27 +249,25 @@ class SQLConfirmationStore(_SQLStore):
 
     async def create_tables(self) -> None:
         """Create the table if it does not exist; add the `run_id`, `preview` and `consumed_at` columns to
-        a table made before it had them.
+        a table made before it had them (with Alembic's operations, under the same schema lock).
 
         The columns are nullable, so rows written by older versions stay readable (not bound to a run, no
-        preview, not consumed). Safe to call on every start.
+        preview, not consumed). Safe to call on every start, from several processes at once.
         """
         await super().create_tables()
-        for column, kind in (("run_id", "VARCHAR"), ("preview", "TEXT"), ("consumed_at", "DOUBLE PRECISION")):
-            if column in await self._columns():
-                continue
-            try:
-                async with self.engine.begin() as conn:  # the name is checked: lowercase letters, digits, _
-                    await conn.execute(sa.text(f"ALTER TABLE {self.table.name} ADD COLUMN {column} {kind}"))
-            except DBAPIError:
-                if column not in await self._columns():  # not another process adding it first
-                    raise
 
-    async def _columns(self) -> set[str]:
-        async with self.engine.connect() as conn:
-            return await conn.run_sync(
-                lambda sync: {c["name"] for c in sa.inspect(sync).get_columns(self.table.name)}
-            )
+    def _create_tables(self, connection: sa.Connection) -> None:
+        super()._create_tables(connection)
+        present = {c["name"] for c in sa.inspect(connection).get_columns(self.table.name)}
+        missing = [name for name in ("run_id", "preview", "consumed_at") if name not in present]
+        if missing:
+            from alembic.operations import Operations
+            from alembic.runtime.migration import MigrationContext
+
+            operations = Operations(MigrationContext.configure(connection))
+            for name in missing:
+                column = self.table.c[name]
+                operations.add_column(self.table.name, sa.Column(name, column.type, nullable=True))
 
     async def add(self, pending: PendingConfirmation) -> None:
         """Keep `pending` (a confirmation with the same id is replaced)."""

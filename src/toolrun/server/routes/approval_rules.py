@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolrun._unicode import clean_json, clean_text
 from toolrun.server._errors import PROBLEM_RESPONSES, ServiceError, not_found
+from toolrun.server._rules import RuleRefused, check_rule
 from toolrun.server._views import iso_time
 from toolrun.server.deps import CurrentUser, State
 from toolrun.server.schemas import ClientArguments, ClientText
@@ -87,18 +88,10 @@ async def add_rule(body: RuleRequest, user: CurrentUser, state: State) -> Any:
     """Add a standing approval for one of the tools that ask for confirmation (404 for a tool the user
     cannot call or that does not exist, as for any other record that is not theirs; 422 for a tool that
     never asks, an argument the tool does not take, or an expiry in the past or too far)."""
-    tool = state.registry.find(body.tool)
-    roles = tool.options.roles if tool is not None else None
-    if tool is None or (roles is not None and roles.isdisjoint(user.roles)):
-        raise ServiceError(404, "unknown_tool", f"There is no tool {body.tool!r} you can use.")
-    if not tool.options.requires_confirmation:
-        raise ServiceError(
-            422, "no_confirmation", f"{body.tool!r} never asks for confirmation: no rule needed."
-        )
-    known = set((tool.parameters.get("properties") or {}).keys())
-    unknown = sorted(set(body.arguments or {}) - known)
-    if unknown:
-        raise ServiceError(422, "unknown_argument", f"{body.tool!r} takes no argument(s) {unknown}.")
+    try:
+        tool = check_rule(state.registry, body.tool, user.roles, body.arguments)
+    except RuleRefused as refused:
+        raise ServiceError(refused.status, refused.code, refused.message) from None
     expires = body.expires_at if body.expires_at.tzinfo else body.expires_at.replace(tzinfo=UTC)
     now = time.time()
     seconds = expires.timestamp()
