@@ -1,7 +1,8 @@
-"""Import arrows go one way (ARCHITECTURE.md, "Parts"): no two modules of toolrun import each other at
-import time, and the formats never import the registry (the registry sits above them and imports them,
-lazily, for its cached exports). Imports inside functions and under `if TYPE_CHECKING:` are not arrows
-at import time and are left out; everything else is read from the source, not from a running import."""
+"""Import arrows go one way (docs/architecture.md, "The layering rule"): no two modules of toolrun import
+each other at import time, and the formats never import the registry (the registry sits above them and
+imports them, lazily, for its cached exports). Imports inside functions and under `if TYPE_CHECKING:` are
+not arrows at import time and are left out; everything else is read from the source, not from a running
+import."""
 
 from __future__ import annotations
 
@@ -128,7 +129,7 @@ def _every_import(path: Path) -> set[str]:
 
 def test_the_server_imports_nothing_from_the_apps() -> None:
     """`toolrun.server` serves any App on the public contract: the task assistant is one App among any
-    number (ARCHITECTURE.md), named only as the default `module:attribute` string, never imported."""
+    number (docs/architecture.md), named only as the default `module:attribute` string, never imported."""
     server = SRC / "toolrun" / "server"
     found = {
         (str(path.relative_to(server)), name)
