@@ -124,9 +124,10 @@ audit = sa.Table(
 )
 
 
-def create_engine(url: str, **options: Any) -> AsyncEngine:
+def create_engine(url: str, *, busy_seconds: float = 5.0, **options: Any) -> AsyncEngine:
     """The service's engine: SQLite (WAL, one connection, statements run on the loop: see `_sqlite`), or
-    PostgreSQL with a pool."""
+    PostgreSQL with a pool. `busy_seconds`: how long a SQLite statement waits for another process's write
+    lock (migrations, which wait for each other under the schema lock, take longer)."""
     if url.startswith("sqlite"):
         # SQLite has one writer at a time, and its busy handler waits by sleeping: under concurrency, several
         # connections spend their time in those sleeps. One connection makes every statement queue on the
@@ -140,17 +141,19 @@ def create_engine(url: str, **options: Any) -> AsyncEngine:
         database = sa.make_url(url).database or ":memory:"
         engine = InlineEngine(
             create_async_engine(
-                url, async_creator=functools.partial(connect_inline, database, busy_seconds=5.0), **options
+                url,
+                async_creator=functools.partial(connect_inline, database, busy_seconds=busy_seconds),
+                **options,
             ).sync_engine
         )
 
         @event.listens_for(engine.sync_engine, "connect")
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_seconds * 1000)}")  # before WAL, which may wait
             if database != ":memory:":
                 cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=5000")
             cursor.close()
 
         return engine

@@ -36,6 +36,8 @@ __all__ = ["app_revision", "current_revision", "downgrade", "head_revision", "up
 
 _HERE = Path(__file__).parent / "migrations"
 _SERVICE_TABLE = "alembic_version"
+_MIGRATION_BUSY_SECONDS = 300.0
+"""How long a migration on SQLite waits for another process's (replicas migrating at once queue here)."""
 
 
 def version_table(app: App) -> str:
@@ -61,7 +63,7 @@ def _own(app: App | str | None) -> App | None:
 
 
 async def _run(url: str, fn: Any, *args: Any) -> Any:
-    engine = create_engine(url, poolclass=NullPool)
+    engine = create_engine(url, poolclass=NullPool, busy_seconds=_MIGRATION_BUSY_SECONDS)
     try:
         async with engine.begin() as conn:
             return await conn.run_sync(lambda sync: fn(sync, *args))
