@@ -64,7 +64,13 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from toolrun.store._memory import new_rule_id
-from toolrun.store._protocols import ApprovalRule, Artifact, PendingConfirmation, RateLimitDecision
+from toolrun.store._protocols import (
+    ApprovalRule,
+    Artifact,
+    PendingConfirmation,
+    RateLimitDecision,
+    check_rule_text,
+)
 
 __all__ = [
     "DEFAULT_TABLE_PREFIX",
@@ -407,8 +413,10 @@ class SQLApprovalRuleStore(_SQLStore):
         """Keep `rule` (its id and creation time filled in when empty); returns what was stored.
 
         Raises:
-            ValueError: the user already has `max_rules_per_user` rules.
+            ValueError: a lone surrogate or NUL in the rule's text (`check_rule_text`; nothing is
+                stored), or the user already has `max_rules_per_user` rules.
         """
+        check_rule_text(rule)
         stored = ApprovalRule.from_dict(
             {**rule.to_dict(), "id": rule.id or new_rule_id(), "created_at": rule.created_at or time.time()}
         )
