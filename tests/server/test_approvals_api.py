@@ -201,16 +201,22 @@ async def test_edited_arguments_that_are_not_unicode_are_refused_and_never_reach
 
 
 async def test_a_rule_stored_with_a_lone_surrogate_still_lists_and_can_be_removed(service: Service) -> None:
-    # added through the library (or stored before the HTTP door refused such text)
-    from toolrun.store import ApprovalRule
-
+    # stored before every door (the HTTP API, the stores' `add`) refused such text
     rules = service.state.executor.approval_rules
     a = service.alice
-    rule = await rules.add(
-        ApprovalRule(user_id=a.user_id, tool="delete_task", arguments={"task_id": "x\ud800"})
-    )
+    async with rules.engine.begin() as conn:
+        await conn.execute(
+            rules.table.insert().values(
+                id="rule_old",
+                user_id=a.user_id,
+                tool="delete_task",
+                decision="allow",
+                arguments=json.dumps({"task_id": "x\ud800"}),  # an escape the JSON reads back as it was
+                created_at=1.0,
+            )
+        )
     listed = await a.http.get("/api/v1/approval-rules")
     assert listed.status_code == 200, listed.text
     [shown] = listed.json()["rules"]
-    assert (shown["id"], shown["arguments"]) == (rule.id, {"task_id": "x\ufffd"})
-    assert (await a.http.delete(f"/api/v1/approval-rules/{rule.id}")).status_code == 204
+    assert (shown["id"], shown["arguments"]) == ("rule_old", {"task_id": "x\ufffd"})
+    assert (await a.http.delete("/api/v1/approval-rules/rule_old")).status_code == 204

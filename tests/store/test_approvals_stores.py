@@ -94,6 +94,31 @@ async def test_rules_are_kept_listed_and_removed_per_user(rules: Any) -> None:
     assert [r.id for r in await rules.list_rules("u2")] == [c.id]
 
 
+@pytest.mark.parametrize(
+    ("fields", "where"),
+    [
+        ({"note": "ok \ud800 then"}, "note is not valid Unicode: a lone surrogate at character 3"),
+        ({"note": "a\x00b"}, "note holds a NUL character"),
+        ({"arguments": {"task_id": "t\udfff"}}, "arguments.task_id is not valid Unicode"),
+        ({"arguments": {"n": [1, {"k": "\ud83d"}]}}, "arguments.n.1.k is not valid Unicode"),
+        ({"arguments": {"ta\udc80sk": 1}}, "a key in arguments is not valid Unicode"),
+        ({"tool": "delete\ud800"}, "tool is not valid Unicode"),
+        ({"user_id": "u\udc00"}, "user_id is not valid Unicode"),
+    ],
+)
+async def test_a_rule_with_a_lone_surrogate_is_refused_before_anything_is_stored(
+    rules: Any, fields: dict[str, Any], where: str
+) -> None:
+    values: dict[str, Any] = {"user_id": "u1", "tool": "delete_task", **fields}
+    with pytest.raises(ValueError, match="approval rule's") as refused:
+        await rules.add(ApprovalRule(**values))
+    assert where in str(refused.value)
+    assert await rules.list_rules("u1") == []
+    # text beyond the BMP is fine: that rule is kept as given
+    kept = await rules.add(ApprovalRule(user_id="u1", tool="delete_task", note="ok \U0001f600 caf\u00e9"))
+    assert [r.note for r in await rules.list_rules("u1")] == [kept.note]
+
+
 async def test_an_executor_on_sql_rules_runs_calls_they_allow(tmp_path: Path) -> None:
     stores = create_sql_stores(f"sqlite+aiosqlite:///{tmp_path / 'x.db'}")
     await stores.create_tables()

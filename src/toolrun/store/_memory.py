@@ -15,7 +15,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from toolrun.store._protocols import ApprovalRule, Artifact, PendingConfirmation, RateLimitDecision
+from toolrun.store._protocols import (
+    ApprovalRule,
+    Artifact,
+    PendingConfirmation,
+    RateLimitDecision,
+    check_rule_text,
+)
 
 __all__ = [
     "InMemoryApprovalRuleStore",
@@ -46,6 +52,7 @@ class InMemoryApprovalRuleStore:
         self._clock = clock
 
     async def add(self, rule: ApprovalRule) -> ApprovalRule:
+        check_rule_text(rule)
         stored = dataclasses.replace(
             rule, id=rule.id or new_rule_id(), created_at=rule.created_at or self._clock()
         )

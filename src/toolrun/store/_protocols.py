@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from toolrun._unicode import json_problem, text_problem
+
 __all__ = [
     "NO_USER",
     "ApprovalRule",
@@ -228,12 +230,37 @@ class ApprovalRule:
         )
 
 
+def check_rule_text(rule: ApprovalRule) -> None:
+    """Refuse a rule whose text a store could not keep, or a client could not read back: a lone
+    surrogate or a NUL in its user, tool, argument constraints (keys or values) or note (the rule for
+    text from a client, `toolrun._unicode`). Every store calls it before it keeps anything.
+
+    Raises:
+        ValueError: which field, and what is wrong with it.
+    """
+    for name, value in (("id", rule.id), ("user_id", rule.user_id), ("tool", rule.tool)):
+        problem = text_problem(value)
+        if problem is not None:
+            raise ValueError(f"An approval rule's {name} {problem}.")
+    if rule.note is not None:
+        if not isinstance(rule.note, str):
+            raise ValueError(f"An approval rule's note is text, not {type(rule.note).__name__}.")
+        problem = text_problem(rule.note)
+        if problem is not None:
+            raise ValueError(f"An approval rule's note {problem}.")
+    if rule.arguments is not None:
+        problem = json_problem(dict(rule.arguments), "arguments")
+        if problem is not None:
+            raise ValueError(f"An approval rule's {problem}.")
+
+
 @runtime_checkable
 class ApprovalRuleStore(Protocol):
     """Where standing approvals (`ApprovalRule`) are kept."""
 
     async def add(self, rule: ApprovalRule) -> ApprovalRule:
-        """Keep `rule`; returns it with its id and creation time filled in."""
+        """Keep `rule`; returns it with its id and creation time filled in. Raises `ValueError` for a
+        rule it cannot keep (`check_rule_text`: a lone surrogate or NUL in its text; too many rules)."""
         ...
 
     async def list_rules(self, user_id: str, *, tool: str | None = None) -> list[ApprovalRule]:

@@ -63,7 +63,13 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from toolrun.store._memory import new_rule_id
-from toolrun.store._protocols import ApprovalRule, Artifact, PendingConfirmation, RateLimitDecision
+from toolrun.store._protocols import (
+    ApprovalRule,
+    Artifact,
+    PendingConfirmation,
+    RateLimitDecision,
+    check_rule_text,
+)
 from toolrun.store._schema import create_all_locked
 
 __all__ = [
@@ -404,8 +410,10 @@ class SQLApprovalRuleStore(_SQLStore):
         """Keep `rule` (its id and creation time filled in when empty); returns what was stored.
 
         Raises:
-            ValueError: the user already has `max_rules_per_user` rules.
+            ValueError: a lone surrogate or NUL in the rule's text (`check_rule_text`; nothing is
+                stored), or the user already has `max_rules_per_user` rules.
         """
+        check_rule_text(rule)
         stored = ApprovalRule.from_dict(
             {**rule.to_dict(), "id": rule.id or new_rule_id(), "created_at": rule.created_at or time.time()}
         )
