@@ -105,6 +105,11 @@ class MessageView(BaseModel):
         default=False,
         description="An answer the server's crash cut short: what the assistant had said until then.",
     )
+    stopped: bool = Field(
+        default=False,
+        description="An answer the user stopped (POST /api/v1/conversations/{id}/stop): what the assistant "
+        "had said until then.",
+    )
 
 
 class PendingItem(BaseModel):
@@ -136,7 +141,8 @@ class ChatResponse(BaseModel):
     run_id: str
     status: str = Field(
         description="completed, awaiting_confirmation, needs_user_input, failed, max_steps, "
-        "deadline_exceeded, budget_exceeded"
+        "deadline_exceeded, budget_exceeded, stopped (the user stopped it: POST "
+        "/api/v1/conversations/{id}/stop)"
     )
     output: str | None
     error: str | None = None
@@ -201,3 +207,19 @@ class Me(BaseModel):
     name: str
     roles: list[str]
     model: ModelInfo
+
+
+class StopAccepted(BaseModel):
+    """A stop recorded for the conversation's working run; the run ends `stopped` (its stream says when)."""
+
+    conversation_id: str
+    run_id: str
+    status: Literal["stopping"] = "stopping"
+
+
+class ConversationRename(BaseModel):
+    """A new title for a conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1, max_length=120, description="The title a person gave it (trimmed).")
