@@ -54,6 +54,13 @@ def rich_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     yield from _serve(tmp_path_factory.mktemp("live-rich"), "rich")
 
 
+@pytest.fixture(scope="module")
+def page_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The same, with `_page_model.py`'s model: `markdown`, `slow ...` (stopped by the page), `report ...`
+    (a tool that works until cancelled); anything else goes to the demo model."""
+    yield from _serve(tmp_path_factory.mktemp("live-page"), "page")
+
+
 def _serve(directory: Path, *args: str) -> Iterator[LiveServer]:
     log = directory / "server.log"
     with log.open("w") as errors:

@@ -83,6 +83,10 @@ export async function postJSON(path, body) {
   return (await request("POST", path, body)).json();
 }
 
+export async function patchJSON(path, body) {
+  return (await request("PATCH", path, body)).json();
+}
+
 /**
  * POST a body and read the response as server-sent events, calling onEvent(name, data) for each one.
  * (EventSource cannot POST or send a token, so the stream is read from fetch.) Throws ApiError when the
