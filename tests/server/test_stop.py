@@ -70,7 +70,9 @@ def build(world: World) -> tuple[FunctionModel, Any]:
         text = last.content if isinstance(last, UserMessage) else ""
         if text.startswith("report"):
             yield "Writing it now. "
-            yield ToolCallDelta(index=0, id="call_r1", name="slow_report", arguments_delta='{"topic": "sales"}')
+            yield ToolCallDelta(
+                index=0, id="call_r1", name="slow_report", arguments_delta='{"topic": "sales"}'
+            )
             return
         if text.startswith("slow"):
             yield "Here is the first half of a long answer"
@@ -121,7 +123,11 @@ async def test_a_stop_during_a_streaming_answer_keeps_the_partial_text_marked_st
     await _until(handle, "TextDelta")
     r = await service.alice.http.post(f"/api/v1/conversations/{handle.conversation_id}/stop")
     assert r.status_code == 202, r.text
-    assert r.json() == {"conversation_id": handle.conversation_id, "run_id": handle.run_id, "status": "stopping"}
+    assert r.json() == {
+        "conversation_id": handle.conversation_id,
+        "run_id": handle.run_id,
+        "status": "stopping",
+    }
     end = (await _until(handle, "RunFinished"))[-1]
     assert end.response["status"] == "stopped"
     assert end.response["output"] == "Here is the first half of a long answer"
@@ -192,18 +198,19 @@ async def test_a_stop_that_reaches_another_process_stops_the_run(tmp_path: Path)
     settings = sqlite_settings(tmp_path, lease_seconds=0.6)
     async for service in make_service(settings, model=model, extra_tools=[slow]):
         other = create_app(settings, model=model, extra_tools=[slow])
-        async with other.router.lifespan_context(other):
-            async with httpx.AsyncClient(
+        async with (
+            other.router.lifespan_context(other),
+            httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=other),
                 base_url="http://other",
                 headers={"Authorization": f"Bearer {service.alice.token}"},
-            ) as elsewhere:
-                alice = await _principal(service, service.alice)
-                handle = await service.state.chat.start_message(alice, "slow please")
-                await _until(handle, "TextDelta")
-                r = await elsewhere.post(f"/api/v1/conversations/{handle.conversation_id}/stop")
-                assert r.status_code == 202, r.text
-                end = (await _until(handle, "RunFinished"))[-1]
-                assert end.response["status"] == "stopped"
-                await _stored_history_ok(service, handle.conversation_id)
-
+            ) as elsewhere,
+        ):
+            alice = await _principal(service, service.alice)
+            handle = await service.state.chat.start_message(alice, "slow please")
+            await _until(handle, "TextDelta")
+            r = await elsewhere.post(f"/api/v1/conversations/{handle.conversation_id}/stop")
+            assert r.status_code == 202, r.text
+            end = (await _until(handle, "RunFinished"))[-1]
+            assert end.response["status"] == "stopped"
+            await _stored_history_ok(service, handle.conversation_id)

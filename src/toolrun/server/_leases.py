@@ -135,7 +135,11 @@ class Leases:
                     changed[run_id] = text
             if changed:
                 await conn.execute(_SAVE_PARTIAL, [{"b_rid": k, "b_partial": v} for k, v in changed.items()])
-            stops = {row[0] for row in await conn.execute(STOP_REQUESTED, {"b_ids": list(kept)})} if kept else set()
+            stops = (
+                {row[0] for row in await conn.execute(STOP_REQUESTED, {"b_ids": list(kept)})}
+                if kept
+                else set()
+            )
         for run_id, text in changed.items():
             held[run_id].saved = text
         for run_id in stops:

@@ -48,7 +48,6 @@ from toolrun.server._handle import RunHandle
 from toolrun.server._leases import Leases
 from toolrun.server._observe import Observer
 from toolrun.server._results import content_views
-from toolrun.server._stops import STOPPED_CALL, Trace
 from toolrun.server._statements import (
     FINISH_CONVERSATION,
     FINISH_RUN,
@@ -56,6 +55,7 @@ from toolrun.server._statements import (
     LeaseLost,
     encode_row,
 )
+from toolrun.server._stops import STOPPED_CALL, Trace
 from toolrun.server._users import Principal
 from toolrun.server._views import api_arguments, message_view, pending_item
 from toolrun.store import ConfirmationStore

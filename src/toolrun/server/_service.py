@@ -49,7 +49,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.agent import Agent
-from toolrun.models import Message, UserMessage, clean_text
+from toolrun.models import Message, UserMessage
 from toolrun.server import _decisions, _reads
 from toolrun.server._admission import Admission
 from toolrun.server._errors import ServiceError
@@ -295,7 +295,9 @@ class ChatService(RunDriver):
         self.stop_here(run_id)
         return {"conversation_id": conversation_id, "run_id": run_id, "status": "stopping"}
 
-    async def rename_conversation(self, principal: Principal, conversation_id: str, title: str) -> dict[str, Any]:
+    async def rename_conversation(
+        self, principal: Principal, conversation_id: str, title: str
+    ) -> dict[str, Any]:
         """Give the user's conversation a new title; the conversation as listed.
 
         Raises:

@@ -70,7 +70,9 @@ async def _answer(messages: list[Message], tools: list[Any]) -> AsyncIterator[st
         await asyncio.Event().wait()  # keeps thinking until the stream is closed
     if text.startswith("report"):
         yield "Writing the report now."
-        yield ToolCallDelta(index=0, id="call_report", name="slow_report", arguments_delta='{"topic": "sales"}')
+        yield ToolCallDelta(
+            index=0, id="call_report", name="slow_report", arguments_delta='{"topic": "sales"}'
+        )
         return
     response = _demo(messages, tools)
     if response.text:

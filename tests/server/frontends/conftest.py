@@ -112,6 +112,12 @@ def node_clients() -> Path:
     return JS_DIR
 
 
+@pytest.fixture(scope="module")
+def axe_source(node_clients: Path) -> str:
+    """axe-core from the committed lockfile (tests/js): the accessibility checker the page must pass."""
+    return (node_clients / "node_modules" / "axe-core" / "axe.min.js").read_text()
+
+
 def run_node(js_dir: Path, script: str, payload: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
     """Run one harness script with `payload` on stdin; its JSON report."""
     result = subprocess.run(

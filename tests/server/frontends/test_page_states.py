@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -26,12 +25,6 @@ DOCS_SHOTS = {
     "states-phone-light-confirmation",
     "states-desktop-dark-chatting",
 }
-
-
-@pytest.fixture(scope="module")
-def axe_source(node_clients: Path) -> str:
-    """axe-core from the committed lockfile (tests/js): the accessibility checker the page must pass."""
-    return (node_clients / "node_modules" / "axe-core" / "axe.min.js").read_text()
 
 
 class States(Page):
@@ -128,6 +121,9 @@ def test_every_state_fits_and_passes_axe(
     # Empty: a newcomer is told what to type; an example fills the composer.
     empty = browser.find_element(By.ID, "empty")
     assert empty.is_displayed() and "add Renew passport" in empty.text
+    # The demo notice and the empty state agree: both say it is the demo model.
+    assert browser.find_element(By.ID, "demo-banner").is_displayed()
+    assert "demo model" in browser.find_element(By.ID, "empty-demo").text
     page.check("empty")
     browser.find_element(By.CSS_SELECTOR, ".example").click()
     assert browser.find_element(By.ID, "message").get_attribute("value").startswith("add Renew passport")

@@ -54,7 +54,20 @@ _STATIC = {
     **{
         f"vendor/highlight/{language}.min.js": _JS
         for language in (
-            "bash css diff javascript json plaintext python shell sql typescript xml yaml".split()
+            [
+                "bash",
+                "css",
+                "diff",
+                "javascript",
+                "json",
+                "plaintext",
+                "python",
+                "shell",
+                "sql",
+                "typescript",
+                "xml",
+                "yaml",
+            ]
         )
     },
 }

@@ -65,7 +65,7 @@ async function loadFace() {
   const face = state.face;
   $("app-title").textContent = face.title;
   document.title = `${face.title} · toolrun`;
-  $("empty-title").textContent = face.demo ? `${face.title}: try the demo` : `What can ${face.title} do for you?`;
+  $("empty-title").textContent = face.title;
   $("empty-intro").textContent = face.intro || "";
   $("empty-demo").hidden = !face.demo;
   $("starters").replaceChildren(

@@ -94,7 +94,6 @@ function decorate(code) {
   copy.type = "button";
   copy.className = "copy quiet";
   copy.textContent = "Copy";
-  copy.setAttribute("aria-label", `Copy the ${label.textContent} code`);
   copy.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(source);

@@ -592,8 +592,8 @@ export function conversationRow(conversation, current, actions) {
     el("span", { class: "title-text", text: conversation.title }),
     conversation.awaiting_confirmation ? el("span", { class: "waiting", text: "waiting for your decision" }) : null,
   );
-  const rename = el("button", { type: "button", class: "quiet icon rename", text: "Rename", "aria-label": `Rename “${conversation.title}”` });
-  const remove = el("button", { type: "button", class: "quiet icon delete", text: "Delete", "aria-label": `Delete “${conversation.title}”` });
+  const rename = el("button", { type: "button", class: "quiet icon rename", text: "✎", title: "Rename", "aria-label": `Rename “${conversation.title}”` });
+  const remove = el("button", { type: "button", class: "quiet icon delete", text: "✕", title: "Delete", "aria-label": `Delete “${conversation.title}”` });
   const tools = el("span", { class: "row-actions" }, rename, remove);
   const row = el("li", { class: "conversation", "data-id": conversation.id }, open, tools);
   const restore = () => row.replaceChildren(open, tools);
