@@ -91,12 +91,21 @@ class Job:
     started: float
     partial: list[str] = field(default_factory=list)
     """The text this run has streamed so far (its heartbeat saves it: kept if a crash cuts the run)."""
+    views: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Call id → what its result showed beside JSON (images, files by URL): kept on its stored message, so a
+    reloaded conversation shows them again."""
     trace: Trace = field(default_factory=Trace)
     """Its events so far, for what a stop stores."""
     stopping: bool = False
     """A stop was asked for and its task cancelled."""
     finishing: bool = False
     """The run reached its end and is writing it: too late to stop."""
+
+
+def _with_views(data: dict[str, Any], views: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """A tool message's stored form with the views of its content (`content_views`: URLs, not bytes)."""
+    shown = views.get(data.get("call_id") or "") if data.get("role") == "tool" else None
+    return {**data, "content_views": shown} if shown else data
 
 
 class RunDriver:
@@ -252,6 +261,8 @@ class RunDriver:
                         if result.content
                         else []
                     )
+                    if content:
+                        job.views[event.call.id] = content
                     handle._put(
                         ToolCallFinished(
                             run_id=run_id,
@@ -377,6 +388,7 @@ class RunDriver:
         user = job.principal.user_id
         rows = []
         for i, data in enumerate(job.trace.messages()):
+            data = _with_views(data, job.views)
             rows.append(
                 {
                     "conversation_id": job.conversation_id,
@@ -432,7 +444,7 @@ class RunDriver:
         user = job.principal.user_id
         rows = []
         for i, msg in enumerate(new):
-            data = msg.to_dict()
+            data = _with_views(msg.to_dict(), job.views)
             rows.append(
                 {
                     "conversation_id": job.conversation_id,

@@ -105,6 +105,11 @@ class MessageView(BaseModel):
         default=False,
         description="An answer the server's crash cut short: what the assistant had said until then.",
     )
+    content_items: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="A tool result's images and files as the stream showed them (`url` under "
+        "/api/v1/results/, readable by the owner until the result expires).",
+    )
     stopped: bool = Field(
         default=False,
         description="An answer the user stopped (POST /api/v1/conversations/{id}/stop): what the assistant "

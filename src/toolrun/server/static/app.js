@@ -400,7 +400,10 @@ function handlers(progress) {
   const started = new Map(); // call id → arguments as the model sent them
   return (name, data) => {
     if (name === "run_started") {
-      if (!state.conversationId || state.conversationId !== data.conversation_id) setConversation(data.conversation_id);
+      if (!state.conversationId || state.conversationId !== data.conversation_id) {
+        setConversation(data.conversation_id);
+        refreshConversations().catch(() => {}); // a new conversation is listed while it works
+      }
       if (state.run) {
         state.run.conversationId = data.conversation_id;
         if (state.run.stopping) sendStop(state.run);
@@ -538,7 +541,7 @@ function showTasks(tasks, total) {
   $("task-list").replaceChildren(...tasks.map(taskItem));
   const shown = tasks.length;
   $("task-count").textContent =
-    total === 0 ? "Nothing here yet." : shown < total ? `Showing ${shown} of ${total}` : total === 1 ? "1 item" : `${total} items`;
+    total === 0 ? "No tasks yet." : shown < total ? `Showing ${shown} of ${total} tasks` : total === 1 ? "1 task" : `${total} tasks`;
   $("task-badge").textContent = total ? String(total) : "";
 }
 
