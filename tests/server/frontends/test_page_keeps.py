@@ -15,6 +15,7 @@ impact): tests/artifacts/states-*.png.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import httpx
@@ -255,3 +256,37 @@ def test_the_skip_link_is_the_first_tab_stop_and_leads_to_the_composer(
     assert link.text == "Skip to the message box"
     link.send_keys(Keys.ENTER)
     page.wait(lambda d: page.js("return document.activeElement.id") == "message", "the composer focused")
+
+
+def test_a_message_to_a_busy_conversation_waits_and_goes_when_it_is_free(
+    browser: WebDriver, page_server: LiveServer, axe_source: str
+) -> None:
+    page = open_page(browser, page_server, axe_source, page_server.bob)
+    page.send("add Pack the bags")
+    cid = page.js("return localStorage.getItem('toolrun.conversation')")
+    headers = {"Authorization": f"Bearer {page_server.bob}"}
+    started = threading.Event()
+
+    def elsewhere() -> None:  # another tab's answer holds the conversation
+        body = {"message": "slow please", "conversation_id": cid}
+        with httpx.stream(
+            "POST", f"{page_server.url}/api/v1/chat/stream", json=body, headers=headers, timeout=30
+        ) as response:
+            for line in response.iter_lines():
+                if line.startswith("event: text_delta"):
+                    started.set()
+
+    worker = threading.Thread(target=elsewhere, daemon=True)
+    worker.start()
+    assert started.wait(15)
+    type_and_send(page, "list tasks")
+    waiting = page.wait(lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.user .waiting-note"), "the wait")
+    assert "goes as soon as" in waiting[0].text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".msg.user.failed")
+    stop = httpx.post(f"{page_server.url}/api/v1/conversations/{cid}/stop", headers=headers, timeout=10)
+    assert stop.status_code == 202
+    worker.join(15)
+    page.wait(lambda d: not d.find_elements(By.CSS_SELECTOR, ".waiting-note"), "the message sent", 20)
+    page.wait(lambda d: d.find_element(By.ID, "send").is_displayed(), "the answer")
+    assert page.user_messages() == ["add Pack the bags", "list tasks"]
+    assert not browser.find_element(By.ID, "error").is_displayed()

@@ -12,6 +12,7 @@ import {
   markFailed,
   markInterrupted,
   markStopped,
+  markWaiting,
   resultView,
   ruleItem,
   taskItem,
@@ -498,7 +499,9 @@ async function run(path, body, conversationId, extra = {}) {
   await Promise.all([refreshConversations().catch(() => {}), refreshPanel()]);
 }
 
-async function send(text, item = null) {
+const BUSY_RETRIES = 40; // × 1.5 s: longer than a lease (TOOLRUN_LEASE_SECONDS, 15 s by default)
+
+async function send(text, item = null, attempt = 0) {
   clearError();
   const bubble = item || userBubble(text);
   if (!item) $("messages").append(bubble);
@@ -508,7 +511,20 @@ async function send(text, item = null) {
   if (state.conversationId) body.conversation_id = state.conversationId;
   try {
     await run("/api/v1/chat/stream", body, state.conversationId);
+    markWaiting(bubble, null);
   } catch (error) {
+    if (error instanceof ApiError && error.code === "conversation_busy" && attempt < BUSY_RETRIES) {
+      // Held by an answer still running elsewhere, or by a server that died while answering (its lease
+      // runs out within seconds): the message waits, and goes as soon as the conversation is free.
+      markWaiting(bubble, "Waiting for the previous answer to finish or be released; this message goes as soon as it is…");
+      setBusy(true);
+      $("stop").hidden = true;
+      $("working").textContent = "Waiting to send…";
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      setBusy(false);
+      return send(text, bubble, attempt + 1);
+    }
+    markWaiting(bubble, null);
     // Refused or never arrived: the message stays on the page, marked, with a way to send it again.
     markFailed(bubble, `Not sent: ${error.message}`, () => send(text, bubble));
     if (error instanceof ApiError && error.status === 401) showError(error);

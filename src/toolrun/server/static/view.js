@@ -71,6 +71,12 @@ export function markFailed(item, words, retry) {
  * An answer: its text rendered as Markdown. `append(piece)` adds streamed text (rendered at most every
  * 50 ms), `set(text)` replaces it; `text()` is the raw text so far.
  */
+/** Say on a message why it waits (it is sent again by itself); `null` clears it. */
+export function markWaiting(item, words) {
+  item.querySelector(".note.waiting-note")?.remove();
+  if (words) item.append(el("p", { class: "note waiting-note", role: "status", text: words }));
+}
+
 export function assistantBubble(initial = "") {
   const body = el("div", { class: "body markdown" });
   const item = el("li", { class: "msg assistant" }, el("span", { class: "who", text: "Assistant" }), body);
