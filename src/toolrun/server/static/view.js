@@ -239,7 +239,7 @@ export function toolCard(callId, tool, args) {
       } else if (stopped) {
         body.replaceChildren(el("p", { class: "result-declined", text: "You stopped the assistant while this was running: it was cancelled and may or may not have taken effect." }));
       } else if (background) {
-        body.replaceChildren(el("p", { class: "result-label", text: "Runs in the background: see its card below." }));
+        body.replaceChildren(el("p", { class: "result-declined", text: "It runs in the background: its card below says where it stands." }));
       } else if (error) {
         const words = `${error.message}${error.recover_action ? `\n${error.recover_action}` : ""}`;
         body.replaceChildren(el("p", { class: "result-label", text: "Error" }), el("p", { class: "result-error", text: words }));
@@ -247,7 +247,7 @@ export function toolCard(callId, tool, args) {
         body.replaceChildren(el("p", { class: "result-label", text: "Result" }), resultView(value));
       }
       body.append(el("details", { class: "raw" }, el("summary", { text: "Raw JSON" }), raw));
-      if (typeof duration_ms === "number") duration.textContent = `${duration_ms.toFixed(1)} ms`;
+      if (typeof duration_ms === "number" && !background) duration.textContent = `${duration_ms.toFixed(1)} ms`;
     },
   };
 }
