@@ -92,6 +92,7 @@ def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, An
         "tool_name": None,
         "is_error": None,
         "interrupted": data.get("interrupted") is True,
+        "content_items": None,
         "stopped": data.get("stopped") is True,
     }
     if role == "assistant":
