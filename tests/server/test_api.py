@@ -172,7 +172,7 @@ async def test_unknown_routes_and_methods_are_problems(service: Service) -> None
     r = await service.alice.http.put("/api/v1/chat", json={})
     assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
     assert r.headers["allow"] == "POST"
-    # One path, three routes (GET, PATCH and DELETE): `Allow` names both, not only the first route that matched.
+    # One path, three routes (GET, PATCH, DELETE): `Allow` names all, not only the first route that matched.
     r = await service.alice.http.request("OPTIONS", "/api/v1/conversations/conv_x")
     assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD, PATCH, DELETE"
 
