@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_MESSAGE_CHARS", "conversation_title", "message_problem", "title_problem"]
+__all__ = ["MAX_MESSAGE_CHARS", "TITLE_PATTERN", "conversation_title", "message_problem", "title_problem"]
 
 MAX_MESSAGE_CHARS = 32_000
 
@@ -41,7 +41,13 @@ _MARKUP = re.compile(
     r"```.*?(```|$)|`|\*\*?|__|~~|(?m:^\s*(?:#{1,6}|>|[-+*]|\d+[.)])\s)|!?\[([^\]]*)\]\([^)]*\)|<[^>]{0,200}>",
     re.DOTALL,
 )
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+TITLE_PATTERN = (
+    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2066-\\u2069]*"
+    "[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2066-\\u2069]"
+    "[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2066-\\u2069]*$"
+)
+"""`title_problem`'s rule as a JSON Schema pattern: not blank; no control, zero-width or direction mark."""
 
 
 def _plain(text: str) -> str:

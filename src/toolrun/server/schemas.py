@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
-from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem
+from toolrun.server._text import MAX_MESSAGE_CHARS, TITLE_PATTERN, message_problem, title_problem
 
 __all__ = [
     "ChatRequest",
@@ -22,6 +22,13 @@ __all__ = [
 
 def _valid_message(text: str) -> str:
     problem = message_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
+def _valid_title(text: str) -> str:
+    problem = title_problem(text)
     if problem is not None:
         raise ValueError(problem)
     return text
@@ -227,4 +234,10 @@ class ConversationRename(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str = Field(min_length=1, max_length=120, description="The title a person gave it (trimmed).")
+    title: Annotated[str, AfterValidator(_valid_title)] = Field(
+        min_length=1,
+        max_length=120,
+        description="The title a person gave it (trimmed): not blank, no control, zero-width or direction "
+        "character.",
+        json_schema_extra={"pattern": TITLE_PATTERN},  # the rule `_valid_title` checks
+    )

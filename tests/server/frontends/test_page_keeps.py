@@ -290,3 +290,15 @@ def test_a_message_to_a_busy_conversation_waits_and_goes_when_it_is_free(
     page.wait(lambda d: d.find_element(By.ID, "send").is_displayed(), "the answer")
     assert page.user_messages() == ["add Pack the bags", "list tasks"]
     assert not browser.find_element(By.ID, "error").is_displayed()
+
+
+def test_the_sign_in_screen_passes_axe(browser: WebDriver, page_server: LiveServer, axe_source: str) -> None:
+    page = States(browser, page_server, axe_source)
+    page.view("desktop")
+    browser.get("about:blank")
+    browser.get(f"{page_server.url}/")
+    page.js("localStorage.clear(); sessionStorage.clear();")
+    browser.refresh()
+    page.wait(lambda d: d.find_element(By.ID, "token").is_displayed(), "the sign-in form")
+    assert not browser.find_element(By.ID, "composer").is_displayed()
+    page.check("sign-in")
