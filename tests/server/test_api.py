@@ -172,9 +172,9 @@ async def test_unknown_routes_and_methods_are_problems(service: Service) -> None
     r = await service.alice.http.put("/api/v1/chat", json={})
     assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
     assert r.headers["allow"] == "POST"
-    # One path, two routes (GET and DELETE): `Allow` names both, not only the first route that matched.
+    # One path, three routes (GET, PATCH, DELETE): `Allow` names all, not only the first route that matched.
     r = await service.alice.http.request("OPTIONS", "/api/v1/conversations/conv_x")
-    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD, DELETE"
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD, PATCH, DELETE"
 
 
 async def test_every_get_route_answers_head_without_a_body(service: Service) -> None:
@@ -297,7 +297,7 @@ async def test_conversations_list_get_delete(service: Service) -> None:
     second = await a.chat("add Two")
     listed = (await a.http.get("/api/v1/conversations")).json()["conversations"]
     assert [c["id"] for c in listed] == [second["conversation_id"], first["conversation_id"]]
-    assert listed[0]["title"] == "add Two"
+    assert listed[0]["title"] == "Add Two"
     detail = (await a.http.get(f"/api/v1/conversations/{first['conversation_id']}")).json()
     assert detail["messages"] == first["messages"]
     assert detail["last_run"] == {"run_id": first["run_id"], "status": "completed"}
@@ -392,3 +392,30 @@ async def test_an_expired_confirmation_no_longer_blocks_the_conversation(tmp_pat
         assert detail["awaiting_confirmation"] is False
         late = await a.decide(paused["pending"][0]["confirmation_id"], True)
         assert late.status_code == 404
+
+
+async def test_conversations_get_short_clean_titles_and_are_renamed(service: Service) -> None:
+    a = service.alice
+    long = await a.chat(
+        "**Please** add a task: renew my [passport](https://example.com) before the trip to Lisbon next month"
+    )
+    cid = long["conversation_id"]
+    listed = (await a.http.get("/api/v1/conversations")).json()["conversations"]
+    assert listed[0]["title"] == "Please add a task: renew my passport…"  # words, no markdown, cut at a word
+
+    r = await a.http.patch(f"/api/v1/conversations/{cid}", json={"title": "  Lisbon   passport "})
+    assert r.status_code == 200, r.text
+    assert r.json()["title"] == "Lisbon passport" and r.json()["id"] == cid
+    detail = (await a.http.get(f"/api/v1/conversations/{cid}")).json()
+    assert detail["title"] == "Lisbon passport"
+    for bad in ("", "   ", "a\x00b", "a\u202eb", "x" * 121):
+        r = await a.http.patch(f"/api/v1/conversations/{cid}", json={"title": bad})
+        assert r.status_code == 422, (bad, r.text)
+    assert (
+        await a.http.patch(f"/api/v1/conversations/{cid}", json={"title": "x", "extra": 1})
+    ).status_code == 422
+    assert (
+        await service.bob.http.patch(f"/api/v1/conversations/{cid}", json={"title": "mine"})
+    ).status_code == 404
+    assert (await a.http.patch("/api/v1/conversations/conv_nope", json={"title": "x"})).status_code == 404
+    assert (await a.http.get(f"/api/v1/conversations/{cid}")).json()["title"] == "Lisbon passport"

@@ -137,7 +137,7 @@ async def test_runs_past_max_runs_are_shed_with_503_and_retry_after(
         assert admission.refused == 1
         # the shed request left nothing behind: bob has exactly the one conversation that ran
         listed = await service.bob.http.get("/api/v1/conversations")
-        assert [c["title"] for c in listed.json()["conversations"]] == ["three"]
+        assert [c["title"] for c in listed.json()["conversations"]] == ["Three"]
 
 
 async def test_a_refused_start_does_not_leak_a_slot(tmp_path: Path) -> None:

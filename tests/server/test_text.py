@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem
+from toolrun.server._text import MAX_MESSAGE_CHARS, conversation_title, message_problem
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,23 @@ def test_the_first_problem_found_is_the_one_named() -> None:
     assert message_problem(" " * (MAX_MESSAGE_CHARS + 1)) == "The message is empty."
     assert message_problem("\x00" * (MAX_MESSAGE_CHARS + 1)).startswith("The message is longer")  # type: ignore[union-attr]
     assert message_problem("\ud83d\x00") == "The message holds a NUL character (U+0000); remove it."
+
+
+@pytest.mark.parametrize(
+    ("message", "title"),
+    [
+        ("list tasks", "List tasks"),
+        ("add Buy milk !high #home", "Add Buy milk !high #home"),
+        ("   ", "Conversation"),
+        ("<img src=x onerror=alert(1)>", "Conversation"),
+        ("```python\nprint(1)\n```\nwhat does this do?", "What does this do?"),
+        ("# Plan\n- pack the bags\n- book the train", "Plan pack the bags book the train"),
+        ("x" * 100, "X" + "x" * 46 + "…"),
+        (
+            "**Please** add a task: renew my [passport](https://x.example) before the trip",
+            "Please add a task: renew my passport…",
+        ),
+    ],
+)
+def test_conversation_titles_are_a_few_plain_words(message: str, title: str) -> None:
+    assert conversation_title(message) == title

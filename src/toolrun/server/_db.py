@@ -83,6 +83,7 @@ runs = sa.Table(
     sa.Column("error", sa.Text(), nullable=True),
     sa.Column("model", sa.String(200), nullable=False),
     sa.Column("partial", sa.Text(), nullable=True),  # the answer so far of a working run (its heartbeat)
+    sa.Column("stop_requested_at", sa.Double(), nullable=True),  # POST .../stop asked it to stop
     sa.Column("created_at", sa.Double(), nullable=False),
     sa.Column("updated_at", sa.Double(), nullable=False),
     sa.Index("toolrun_runs_conversation", "conversation_id", "created_at"),

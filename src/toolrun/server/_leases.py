@@ -9,7 +9,9 @@ far (`toolrun_runs.partial`) when it changed. So:
   next message takes them over, and keeps the partial answer as an interrupted message: `_recovery`);
 - a run whose lease was taken over meanwhile (its heartbeat could not reach the database for a whole
   lease) or whose conversation was deleted learns it at the next heartbeat and is cancelled (`on_lost`),
-  and its end writes nothing: `ChatService._finish` checks the lease in the transaction that writes.
+  and its end writes nothing: `ChatService._finish` checks the lease in the transaction that writes;
+- a run asked to stop by another process (`POST .../stop` records it on the run's row: `_stops`) learns it
+  at the next heartbeat (`on_stop`).
 
 One asyncio task per process beats while at least one run is held, and none while the process is idle.
 """
@@ -28,6 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.server import _db
+from toolrun.server._stops import STOP_REQUESTED
 
 __all__ = ["Leases"]
 
@@ -53,6 +56,8 @@ class _Held:
     """The run's answer so far."""
     on_lost: Callable[[], object]
     """Called once when the run no longer holds its conversation."""
+    on_stop: Callable[[], object] | None = None
+    """Called when the run was asked to stop (`_stops`)."""
     saved: str = ""
     """The partial answer last saved."""
 
@@ -79,9 +84,16 @@ class Leases:
         """When a lease taken or renewed at `now` ends."""
         return now + self.seconds
 
-    def hold(self, run_id: str, *, partial: Callable[[], str], on_lost: Callable[[], object]) -> None:
+    def hold(
+        self,
+        run_id: str,
+        *,
+        partial: Callable[[], str],
+        on_lost: Callable[[], object],
+        on_stop: Callable[[], object] | None = None,
+    ) -> None:
         """Keep renewing the lease of `run_id` (its conversation's `lease_owner`) until `release`."""
-        self._held[run_id] = _Held(partial=partial, on_lost=on_lost)
+        self._held[run_id] = _Held(partial=partial, on_lost=on_lost, on_stop=on_stop)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._beat())
 
@@ -123,8 +135,18 @@ class Leases:
                     changed[run_id] = text
             if changed:
                 await conn.execute(_SAVE_PARTIAL, [{"b_rid": k, "b_partial": v} for k, v in changed.items()])
+            stops = (
+                {row[0] for row in await conn.execute(STOP_REQUESTED, {"b_ids": list(kept)})}
+                if kept
+                else set()
+            )
         for run_id, text in changed.items():
             held[run_id].saved = text
+        for run_id in stops:
+            stop = held[run_id].on_stop
+            if stop is not None:
+                with contextlib.suppress(Exception):
+                    stop()
         for run_id, run in held.items():
             if run_id not in kept and self._held.get(run_id) is run:
                 del self._held[run_id]

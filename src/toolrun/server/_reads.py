@@ -168,6 +168,33 @@ async def thread_state(
     return {"user_texts": texts, "pending": mine}
 
 
+async def rename_conversation(
+    engine: AsyncEngine, principal: Principal, conversation_id: str, title: str
+) -> dict[str, Any]:
+    """Set the title of the user's conversation (404 for another's or an unknown one); it as listed."""
+    c = _db.conversations
+    async with engine.begin() as conn:
+        done = await conn.execute(
+            c.update().where(c.c.id == conversation_id, c.c.user_id == principal.user_id).values(title=title)
+        )
+        if done.rowcount != 1:
+            raise not_found("conversation")
+        row = (
+            await conn.execute(
+                sa.select(c.c.id, c.c.title, c.c.created_at, c.c.updated_at, c.c.pending_run_id).where(
+                    c.c.id == conversation_id
+                )
+            )
+        ).one()
+    return {
+        "id": row[0],
+        "title": row[1],
+        "created_at": iso_time(row[2]),
+        "updated_at": iso_time(row[3]),
+        "awaiting_confirmation": row[4] is not None,
+    }
+
+
 async def delete_conversation(
     engine: AsyncEngine, confirmations: ConfirmationStore, principal: Principal, conversation_id: str
 ) -> None:

@@ -3,8 +3,11 @@
 `RunDriver` holds what every run needs (database, agent, confirmation store, observer, leases) and turns an
 agent event stream into a `RunHandle`: `launch` starts the run's own task, `_drive` maps each agent event
 to a service event, `finish` stores the run's new messages and its end in one transaction (only while the
-run still holds its conversation's lease), `_fail` marks a run that crashed in the server. `ChatService`
-(`_service`) starts runs through it; `_decisions` continues paused ones.
+run still holds its conversation's lease), `_fail` marks a run that crashed in the server. A stop
+(`stop`, or the heartbeat's news of a stop recorded by another process: `_stops`) cancels the run's task:
+the model stream is closed, a running call is cancelled by the executor, and `_stopped` stores what the
+run did so far, its cut answer flagged `stopped`. `ChatService` (`_service`) starts runs through it;
+`_decisions` continues paused ones.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +55,7 @@ from toolrun.server._statements import (
     LeaseLost,
     encode_row,
 )
+from toolrun.server._stops import STOPPED_CALL, Trace
 from toolrun.server._users import Principal
 from toolrun.server._views import api_arguments, message_view, pending_item
 from toolrun.store import ConfirmationStore
@@ -87,6 +91,21 @@ class Job:
     started: float
     partial: list[str] = field(default_factory=list)
     """The text this run has streamed so far (its heartbeat saves it: kept if a crash cuts the run)."""
+    views: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Call id → what its result showed beside JSON (images, files by URL): kept on its stored message, so a
+    reloaded conversation shows them again."""
+    trace: Trace = field(default_factory=Trace)
+    """Its events so far, for what a stop stores."""
+    stopping: bool = False
+    """A stop was asked for and its task cancelled."""
+    finishing: bool = False
+    """The run reached its end and is writing it: too late to stop."""
+
+
+def _with_views(data: dict[str, Any], views: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """A tool message's stored form with the views of its content (`content_views`: URLs, not bytes)."""
+    shown = views.get(data.get("call_id") or "") if data.get("role") == "tool" else None
+    return {**data, "content_views": shown} if shown else data
 
 
 class RunDriver:
@@ -124,6 +143,7 @@ class RunDriver:
         self.observer = observer if observer is not None else Observer()
         self.leases = Leases(engine, seconds=lease_seconds)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._stops: dict[str, Callable[[], None]] = {}
 
     @property
     def model_info(self) -> dict[str, Any]:
@@ -153,10 +173,29 @@ class RunDriver:
         handle.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+        def stop() -> None:
+            if not job.stopping and not job.finishing and not task.done():
+                job.stopping = True
+                task.cancel()
+
+        self._stops[job.run_id] = stop
+        task.add_done_callback(lambda _t: self._stops.pop(job.run_id, None))
         self.leases.hold(
-            job.run_id, partial=lambda: "".join(job.partial), on_lost=lambda: task.cancel() and None
+            job.run_id,
+            partial=lambda: "".join(job.partial),
+            on_lost=lambda: task.cancel() and None,
+            on_stop=stop,
         )
         return handle
+
+    def stop_here(self, run_id: str) -> bool:
+        """Stop `run_id` at once when this process runs it (else its own process's heartbeat will)."""
+        stop = self._stops.get(run_id)
+        if stop is None:
+            return False
+        stop()
+        return True
 
     async def _drive(
         self,
@@ -180,6 +219,7 @@ class RunDriver:
         message_id = f"msg_{run_id}_0"
         turn = 0
         partial = job.partial
+        trace = job.trace
         try:
             async for event in events:
                 if isinstance(event, AgentTextDelta):
@@ -189,8 +229,10 @@ class RunDriver:
                         if partial:
                             partial.append("\n\n")
                     partial.append(event.text)
+                    trace.text(event.step, event.text)
                     handle._put(TextDelta(run_id=run_id, message_id=message_id, text=event.text))
                 elif isinstance(event, AgentToolCallStarted):
+                    trace.started(event.step, event.call)
                     handle._put(
                         ToolCallStarted(
                             run_id=run_id,
@@ -213,11 +255,14 @@ class RunDriver:
                     )
                 elif isinstance(event, AgentToolCallFinished):
                     result = event.result
+                    trace.finished(event.step, event.call, result)
                     content = (
                         await content_views(self.agent.executor, result, job.principal.user_id)
                         if result.content
                         else []
                     )
+                    if content:
+                        job.views[event.call.id] = content
                     handle._put(
                         ToolCallFinished(
                             run_id=run_id,
@@ -243,6 +288,7 @@ class RunDriver:
                             )
                         )
                 elif isinstance(event, AgentRunFinished):
+                    job.finishing = True
                     self.leases.release(run_id)  # the end is written under the lease, checked there
                     response = await self.finish(job, event.run, system_offset, decided)
                     obs.run_finished(
@@ -254,16 +300,20 @@ class RunDriver:
                         job.resumed,
                     )
                     handle._put(RunFinished(run_id=run_id, response=response))
-        except (LeaseLost, asyncio.CancelledError) as exc:
-            # Lost the conversation (deleted, or taken over): stop, write nothing more, say so.
-            obs.run_error(job.principal.user_id, job.conversation_id, run_id, exc, "lease_lost")
-            handle._put(RunError(run_id=run_id, code="run_interrupted", message=_LOST))
-            closer = getattr(events, "aclose", None)
-            if closer is not None:
-                with contextlib.suppress(BaseException):
-                    await closer()
-            if isinstance(exc, asyncio.CancelledError) and not self.leases.lost(run_id):
-                raise  # cancelled by someone else than the heartbeat: let it be cancelled
+        except asyncio.CancelledError as exc:
+            if job.stopping and not self.leases.lost(run_id):
+                # Stopped: the cancellation was ours; the run ends here, as far as it went.
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                await self._close(events)
+                await self._end_stopped(job, handle, decided)
+            else:
+                await self._lost(job, handle, events, exc)
+                if not self.leases.lost(run_id):
+                    raise  # cancelled by someone else than the heartbeat: let it be cancelled
+        except LeaseLost as exc:
+            await self._lost(job, handle, events, exc)
         except Exception as exc:
             error_id = "err_" + secrets.token_hex(6)
             obs.run_error(job.principal.user_id, job.conversation_id, run_id, exc, error_id)
@@ -280,6 +330,107 @@ class RunDriver:
             self.leases.release(run_id)
             handle._close()
 
+    @staticmethod
+    async def _close(events: AsyncIterator[AgentEvent]) -> None:
+        closer = getattr(events, "aclose", None)
+        if closer is not None:
+            with contextlib.suppress(BaseException):
+                await closer()
+
+    async def _lost(
+        self, job: Job, handle: RunHandle, events: AsyncIterator[AgentEvent], exc: BaseException
+    ) -> None:
+        """Lost the conversation (deleted, or taken over): stop, write nothing more, say so."""
+        run_id = job.run_id
+        self.observer.run_error(job.principal.user_id, job.conversation_id, run_id, exc, "lease_lost")
+        handle._put(RunError(run_id=run_id, code="run_interrupted", message=_LOST))
+        await self._close(events)
+
+    async def _end_stopped(self, job: Job, handle: RunHandle, decided: Sequence[str]) -> None:
+        run_id = job.run_id
+        for call in job.trace.unfinished():  # each card says what became of its call
+            handle._put(
+                ToolCallFinished(
+                    run_id=run_id,
+                    call_id=call.id,
+                    tool=call.name,
+                    status="error",
+                    result=None,
+                    error={"code": "STOPPED", "message": STOPPED_CALL.removeprefix("Error STOPPED: ")},
+                    duration_ms=0.0,
+                    content=[],
+                )
+            )
+        self.leases.release(run_id)
+        try:
+            response = await self._stopped(job, decided)
+        except LeaseLost:
+            handle._put(RunError(run_id=run_id, code="run_interrupted", message=_LOST))
+            return
+        except Exception as exc:
+            error_id = "err_" + secrets.token_hex(6)
+            self.observer.run_error(job.principal.user_id, job.conversation_id, run_id, exc, error_id)
+            with contextlib.suppress(Exception):
+                await self._fail(job, error_id)
+            handle._put(
+                RunError(
+                    run_id=run_id,
+                    code="internal_error",
+                    message=f"The run failed on the server (error id {error_id}).",
+                )
+            )
+            return
+        handle._put(RunFinished(run_id=run_id, response=response))
+
+    async def _stopped(self, job: Job, decided: Sequence[str]) -> dict[str, Any]:
+        """Store a stopped run: what it did so far (`Trace.messages`) and its end, under its lease."""
+        now = time.time()
+        user = job.principal.user_id
+        rows = []
+        for i, data in enumerate(job.trace.messages()):
+            data = _with_views(data, job.views)
+            rows.append(
+                {
+                    "conversation_id": job.conversation_id,
+                    "user_id": user,
+                    "run_id": job.run_id,
+                    "seq": job.next_seq + i,
+                    "role": data["role"],
+                    "data": encode_row(data),
+                    "created_at": now,
+                }
+            )
+            job.history.append(message_view(job.next_seq + i, job.run_id, data))
+        async with transaction(self.engine) as conn:
+            held = await FINISH_CONVERSATION.execute(
+                conn,
+                {
+                    "b_cid": job.conversation_id,
+                    "b_uid": user,
+                    "b_owner": job.run_id,
+                    "b_pending": None,
+                    "b_now": now,
+                },
+            )
+            if held != 1:
+                raise LeaseLost()
+            await INSERT_MESSAGES.executemany(conn, rows)
+            await FINISH_RUN.execute(
+                conn,
+                {"b_rid": job.run_id, "b_status": "stopped", "b_state": None, "b_error": None, "b_now": now},
+            )
+            await _DELETE_DECIDED.executemany(conn, [{"b_conf": cid} for cid in decided])
+        return {
+            "conversation_id": job.conversation_id,
+            "run_id": job.run_id,
+            "status": "stopped",
+            "output": job.trace.output(),
+            "error": None,
+            "messages": job.history,
+            "pending": [],
+            "model": self.model_info,
+        }
+
     async def finish(
         self, job: Job, run: AgentRun, system_offset: bool, decided: Sequence[str]
     ) -> dict[str, Any]:
@@ -293,7 +444,7 @@ class RunDriver:
         user = job.principal.user_id
         rows = []
         for i, msg in enumerate(new):
-            data = msg.to_dict()
+            data = _with_views(msg.to_dict(), job.views)
             rows.append(
                 {
                     "conversation_id": job.conversation_id,

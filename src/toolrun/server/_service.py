@@ -49,7 +49,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.agent import Agent
-from toolrun.models import Message, UserMessage, clean_text
+from toolrun.models import Message, UserMessage
 from toolrun.server import _decisions, _reads
 from toolrun.server._admission import Admission
 from toolrun.server._errors import ServiceError
@@ -66,7 +66,8 @@ from toolrun.server._statements import (
     encode_row,
     load_history,
 )
-from toolrun.server._text import message_problem
+from toolrun.server._stops import request_stop
+from toolrun.server._text import conversation_title, message_problem, title_problem
 from toolrun.server._users import Principal
 from toolrun.server._views import iso_time, message_view, pending_item
 from toolrun.store import ConfirmationStore
@@ -171,7 +172,7 @@ class ChatService(RunDriver):
         async with transaction(self.engine) as conn:
             if conversation_id is None:
                 conversation_id = "conv_" + secrets.token_hex(10)
-                title = clean_text(" ".join(message.split()))[:80] or "Conversation"
+                title = conversation_title(message)
                 await INSERT_CONVERSATION.execute(
                     conn,
                     {
@@ -279,6 +280,35 @@ class ChatService(RunDriver):
         """
         self._check_open()
         return await _decisions.preview_edit(self, principal, confirmation_id, arguments)
+
+    async def stop(self, principal: Principal, conversation_id: str) -> dict[str, Any]:
+        """Stop the run working on the user's conversation (the page's Stop).
+
+        The request is recorded on the run's row: the run stops at once when this process runs it, else at
+        its own process's next heartbeat (`_stops`). It ends `stopped`, its answer so far kept and flagged.
+
+        Raises:
+            ServiceError: 404 for an unknown (or another user's) conversation; 409 `not_running` when no
+                run works on it.
+        """
+        run_id = await request_stop(self.engine, principal.user_id, conversation_id)
+        self.stop_here(run_id)
+        return {"conversation_id": conversation_id, "run_id": run_id, "status": "stopping"}
+
+    async def rename_conversation(
+        self, principal: Principal, conversation_id: str, title: str
+    ) -> dict[str, Any]:
+        """Give the user's conversation a new title; the conversation as listed.
+
+        Raises:
+            ServiceError: 422 for a blank, too long or control-character title; 404 for an unknown (or
+                another user's) conversation.
+        """
+        title = " ".join(title.split()) if title.strip() else title
+        problem = title_problem(title)
+        if problem is not None:
+            raise ServiceError(422, "invalid_title", problem)
+        return await _reads.rename_conversation(self.engine, principal, conversation_id, title)
 
     # -- reading --------------------------------------------------------------------------------------------
 

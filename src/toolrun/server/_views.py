@@ -81,6 +81,8 @@ def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, An
         "tool_name": None,
         "is_error": None,
         "interrupted": data.get("interrupted") is True,
+        "content_items": None,
+        "stopped": data.get("stopped") is True,
     }
     if role == "assistant":
         view["tool_calls"] = [
@@ -95,4 +97,7 @@ def message_view(seq: int, run_id: str, data: Mapping[str, Any]) -> dict[str, An
         view["call_id"] = data.get("call_id")
         view["tool_name"] = data.get("tool_name")
         view["is_error"] = bool(data.get("is_error"))
+        shown = data.get("content_views")
+        if isinstance(shown, list) and shown:
+            view["content_items"] = [item for item in shown if isinstance(item, dict)]
     return view

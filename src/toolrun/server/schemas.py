@@ -8,7 +8,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 from pydantic_core import PydanticCustomError
 
 from toolrun._unicode import json_problem, text_problem
-from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem
+from toolrun.server._text import MAX_MESSAGE_CHARS, TITLE_PATTERN, message_problem, title_problem
 
 __all__ = [
     "ChatRequest",
@@ -47,6 +47,13 @@ ClientText = Annotated[str, AfterValidator(_valid_text)]
 """A client's text: valid Unicode, no NUL (see `toolrun._unicode`; 422 naming the field otherwise)."""
 ClientArguments = Annotated[dict[str, Any], AfterValidator(_valid_json)]
 """A client's JSON object, every string (keys too) valid Unicode without NUL (422 naming the path)."""
+
+
+def _valid_title(text: str) -> str:
+    problem = title_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
 
 
 class ChatRequest(BaseModel):
@@ -127,6 +134,16 @@ class MessageView(BaseModel):
         default=False,
         description="An answer the server's crash cut short: what the assistant had said until then.",
     )
+    content_items: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="A tool result's images and files as the stream showed them (`url` under "
+        "/api/v1/results/, readable by the owner until the result expires).",
+    )
+    stopped: bool = Field(
+        default=False,
+        description="An answer the user stopped (POST /api/v1/conversations/{id}/stop): what the assistant "
+        "had said until then.",
+    )
 
 
 class PendingItem(BaseModel):
@@ -158,7 +175,8 @@ class ChatResponse(BaseModel):
     run_id: str
     status: str = Field(
         description="completed, awaiting_confirmation, needs_user_input, failed, max_steps, "
-        "deadline_exceeded, budget_exceeded"
+        "deadline_exceeded, budget_exceeded, stopped (the user stopped it: POST "
+        "/api/v1/conversations/{id}/stop)"
     )
     output: str | None
     error: str | None = None
@@ -230,3 +248,25 @@ class Me(BaseModel):
     name: str
     roles: list[str]
     model: ModelInfo
+
+
+class StopAccepted(BaseModel):
+    """A stop recorded for the conversation's working run; the run ends `stopped` (its stream says when)."""
+
+    conversation_id: str
+    run_id: str
+    status: Literal["stopping"] = "stopping"
+
+
+class ConversationRename(BaseModel):
+    """A new title for a conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: Annotated[str, AfterValidator(_valid_title)] = Field(
+        min_length=1,
+        max_length=120,
+        description="The title a person gave it (trimmed): not blank, no control, zero-width or direction "
+        "character.",
+        json_schema_extra={"pattern": TITLE_PATTERN},  # the rule `_valid_title` checks
+    )

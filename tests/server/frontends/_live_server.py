@@ -3,7 +3,8 @@
 Run as a script by the `live_server` fixture: migrates a fresh SQLite database, adds users `alice` and
 `bob`, binds port 0, prints one JSON line `{"port", "alice", "bob"}` (their tokens), then serves until
 killed. With a second argument `rich`, it also serves the tools of `_rich.py` (a chart with progress and an
-image, a generator tool), called by `chart <metric>` and `scan <n>`.
+image, a generator tool), called by `chart <metric>` and `scan <n>`; with `page`, the model and tool of
+`_page_model.py` (Markdown answers, a slow answer and a slow tool to stop).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from toolrun.server import Settings, create_app
 from toolrun.server.migrate import upgrade
 
 
-async def main(directory: Path, rich: bool = False) -> None:
+async def main(directory: Path, mode: str = "") -> None:
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
         database_url=f"sqlite+aiosqlite:///{directory}/toolrun.db",
@@ -29,11 +30,15 @@ async def main(directory: Path, rich: bool = False) -> None:
         token_cache_seconds=0,
     )
     await upgrade(settings.database_url)
-    if rich:
-        sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parent))
+    if mode == "rich":
         from _rich import RICH_TOOLS, rich_model
 
         app = create_app(settings, model=rich_model(), extra_tools=RICH_TOOLS)
+    elif mode == "page":
+        from _page_model import PAGE_TOOLS, page_model
+
+        app = create_app(settings, model=page_model(), extra_tools=PAGE_TOOLS)
     else:
         app = create_app(settings)
     users = app.state.toolrun.users
@@ -50,4 +55,4 @@ async def main(directory: Path, rich: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), rich=sys.argv[2:] == ["rich"]))
+    asyncio.run(main(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else ""))

@@ -54,6 +54,13 @@ def rich_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     yield from _serve(tmp_path_factory.mktemp("live-rich"), "rich")
 
 
+@pytest.fixture(scope="module")
+def page_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The same, with `_page_model.py`'s model: `markdown`, `slow ...` (stopped by the page), `report ...`
+    (a tool that works until cancelled); anything else goes to the demo model."""
+    yield from _serve(tmp_path_factory.mktemp("live-page"), "page")
+
+
 def _serve(directory: Path, *args: str) -> Iterator[LiveServer]:
     log = directory / "server.log"
     with log.open("w") as errors:
@@ -103,6 +110,12 @@ def node_clients() -> Path:
         if result.returncode != 0:
             pytest.fail(f"npm ci failed in {JS_DIR}:\n{result.stderr[-2000:]}")
     return JS_DIR
+
+
+@pytest.fixture(scope="module")
+def axe_source(node_clients: Path) -> str:
+    """axe-core from the committed lockfile (tests/js): the accessibility checker the page must pass."""
+    return (node_clients / "node_modules" / "axe-core" / "axe.min.js").read_text()
 
 
 def run_node(js_dir: Path, script: str, payload: dict[str, Any], timeout: float = 60) -> dict[str, Any]:

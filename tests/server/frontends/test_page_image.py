@@ -100,3 +100,16 @@ def test_an_image_result_loads_and_fits_at_both_sizes(
                 shutil.copyfile(path, DOCS_IMAGES / f"page-image-result-{size}.png")
             page.accessible(name)
     page.view("desktop")
+
+    # A reload shows the same picture and words again: the stored result keeps what the stream showed.
+    browser.refresh()
+    again = page.wait(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".card.tool[data-tool='chart'] img.result-image"),
+        "the image after a reload",
+    )
+    page.wait(
+        lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", again[0]),
+        "the image to load again",
+    )
+    card = browser.find_element(By.CSS_SELECTOR, ".card.tool[data-tool='chart']")
+    assert "sales: 8 points, rising" in card.text

@@ -74,6 +74,10 @@ def test_a_job_card_updates_cancels_and_finishes(
     bar = first.find_element(By.CSS_SELECTOR, "progress")
     assert (bar.get_attribute("value"), bar.get_attribute("max")) == ("1", "2")
     assert first.get_attribute("data-status") == "running" and "background job" in first.text.lower()
+    # One status for the job: the call that started it says so, never "done" beside "running".
+    call = page.driver.find_elements(By.CSS_SELECTOR, ".card.tool[data-tool='build_report'] .status")[-1]
+    assert call.text == "started in the background"
+    assert [s.text for s in first.find_elements(By.CSS_SELECTOR, ".status")] == ["running…"]
     page.check("job-running")
 
     # Cancel: the card says so once the job has stopped; the API agrees.

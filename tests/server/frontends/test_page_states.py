@@ -1,5 +1,5 @@
 """The page as a person meets it, in headless Chromium: every screen state at 1280×900 and 390×844 (a
-phone), light and dark, checked by axe-core (no serious or critical violation) and for sideways overflow;
+phone), light and dark, checked by axe-core (no violation of any impact) and for sideways overflow;
 results shown for people; a failed send kept with Retry; a cut answer marked interrupted, then reconnected.
 
 Screenshots go to tests/artifacts/states-*.png (git-ignored); docs/frontends.md shows a few of them.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -26,12 +25,6 @@ DOCS_SHOTS = {
     "states-phone-light-confirmation",
     "states-desktop-dark-chatting",
 }
-
-
-@pytest.fixture(scope="module")
-def axe_source(node_clients: Path) -> str:
-    """axe-core from the committed lockfile (tests/js): the accessibility checker the page must pass."""
-    return (node_clients / "node_modules" / "axe-core" / "axe.min.js").read_text()
 
 
 class States(Page):
@@ -83,8 +76,7 @@ class States(Page):
                 "help": v["help"],
                 "where": [n["target"] for n in v["nodes"]][:3],
             }
-            for v in result
-            if v["impact"] in ("serious", "critical")
+            for v in result  # of any impact: minor and moderate ones too
         ]
         (ARTIFACTS / f"{name}.axe.json").write_text(json.dumps(result, indent=1))
         assert bad == [], f"{name}: axe-core found {bad}"
@@ -129,6 +121,9 @@ def test_every_state_fits_and_passes_axe(
     # Empty: a newcomer is told what to type; an example fills the composer.
     empty = browser.find_element(By.ID, "empty")
     assert empty.is_displayed() and "add Renew passport" in empty.text
+    # The demo notice and the empty state agree: both say it is the demo model.
+    assert browser.find_element(By.ID, "demo-banner").is_displayed()
+    assert "demo model" in browser.find_element(By.ID, "empty-demo").text
     page.check("empty")
     browser.find_element(By.CSS_SELECTOR, ".example").click()
     assert browser.find_element(By.ID, "message").get_attribute("value").startswith("add Renew passport")

@@ -1,8 +1,11 @@
-"""`GET /`: the page (server-rendered HTML) and its few static files: ES modules and a style sheet.
+"""`GET /`: the page (server-rendered HTML) and its static files: ES modules, a style sheet, and the
+vendored libraries that render answers as Markdown (`static/vendor/README.md`: marked, DOMPurify,
+highlight.js, pinned, with their licences).
 
-No build step and no framework; every piece of model output, tool result and task field is put in the DOM
-with `textContent`. The page's Content-Security-Policy allows scripts from this origin only (no inline
-script, no `eval`), so markup that slipped through could still not run.
+No build step and no framework; tool results and task fields are put in the DOM with `textContent`, and an
+answer's Markdown becomes markup only through DOMPurify (no raw HTML, no `javascript:` links). The page's
+Content-Security-Policy allows scripts from this origin only (no inline script, no `eval`), so markup that
+slipped through could still not run.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from toolrun.server._errors import ServiceError
-from toolrun.server.deps import State
+from toolrun.server._text import MAX_MESSAGE_CHARS
+from toolrun.server.deps import CurrentUser, State
+from toolrun.tools import ToolCall, ToolContext
 
 __all__ = ["CSP", "router"]
 
@@ -35,18 +40,43 @@ _HEADERS = {
     "Cache-Control": "no-cache",
 }
 
+_JS = "text/javascript; charset=utf-8"
 _STATIC = {
-    "app.js": "text/javascript; charset=utf-8",
-    "api.js": "text/javascript; charset=utf-8",
-    "view.js": "text/javascript; charset=utf-8",
+    "app.js": _JS,
+    "api.js": _JS,
+    "view.js": _JS,
+    "markdown.js": _JS,
     "style.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
+    "vendor/marked.esm.js": _JS,
+    "vendor/purify.es.mjs": _JS,
+    "vendor/highlight/core.min.js": _JS,
+    **{
+        f"vendor/highlight/{language}.min.js": _JS
+        for language in (
+            [
+                "bash",
+                "css",
+                "diff",
+                "javascript",
+                "json",
+                "plaintext",
+                "python",
+                "shell",
+                "sql",
+                "typescript",
+                "xml",
+                "yaml",
+            ]
+        )
+    },
 }
+"""Every file `/static/` serves (nothing else under the folder is reachable)."""
 
 
 @cache
 def _asset(name: str) -> bytes:
-    return resources.files("toolrun.server").joinpath("static", name).read_bytes()
+    return resources.files("toolrun.server").joinpath("static", *name.split("/")).read_bytes()
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -60,14 +90,52 @@ async def page(request: Request, state: State) -> Any:
         .replace("{model}", html.escape(state.model_name))
         .replace("{demo_hidden}", "" if state.demo else "hidden")
         .replace("{demo}", "true" if state.demo else "false")
+        .replace("{max_message}", str(MAX_MESSAGE_CHARS))
     )
     return HTMLResponse(body, headers=_HEADERS)
 
 
-@router.get("/static/{name}")
+@router.get("/static/{name:path}")
 async def static(name: str) -> Response:
-    """The page's ES modules and style sheet."""
+    """The page's ES modules, style sheet and vendored libraries."""
     media_type = _STATIC.get(name)
     if media_type is None:
         raise ServiceError(404, "not_found", "No such file.")
     return Response(_asset(name), media_type=media_type, headers=_HEADERS)
+
+
+# -- the App's face ---------------------------------------------------------------------------------------
+# A stand-in until the App contract lands (`toolrun.server.App`, its own `GET /api/v1/app`): the task
+# assistant's values, so the page renders its face from the API and not from its own markup. Replaced at
+# merge by the App's route; the page reads only these fields.
+
+_TASK_APP: dict[str, Any] = {
+    "name": "tasks",
+    "title": "Task assistant",
+    "intro": "I keep your to-do list: I add tasks with a priority, a due date and tags, find and update "
+    "them, and delete them once you approve.",
+    "starters": [
+        "add Renew passport !high due 2026-12-01 #admin",
+        "list tasks",
+        "help",
+    ],
+    "panel": {"title": "Your tasks", "tool": "query_tasks"},
+}
+_PANEL_ARGUMENTS = '{"limit": 200, "sort": "created_desc"}'
+
+
+@router.get("/api/v1/app", include_in_schema=True, tags=["app"])
+async def app_face(state: State) -> Any:
+    """The served App's face: name, title, intro, starters, side panel, and whether the model is the demo."""
+    return {**_TASK_APP, "demo": state.demo}
+
+
+@router.get("/api/v1/app/panel", include_in_schema=True, tags=["app"])
+async def app_panel(user: CurrentUser, state: State) -> Any:
+    """The side panel: the App's read-only panel tool run for the signed-in user (its ToolResult as JSON)."""
+    context = ToolContext(user_id=user.user_id, roles=user.roles)
+    call = ToolCall(id="panel", name=_TASK_APP["panel"]["tool"], arguments=_PANEL_ARGUMENTS)
+    result = await state.executor.execute(call, context)
+    view = result.to_dict()
+    view.pop("content", None)
+    return view

@@ -17,9 +17,10 @@ export function clearToken() {
 
 /** An error with words a person can act on. `status` 0: the server was not reached (nothing was sent). */
 export class ApiError extends Error {
-  constructor(message, status) {
+  constructor(message, status, code = null) {
     super(message);
     this.status = status;
+    this.code = code; // the problem's `code` (e.g. "conversation_busy"), when the server said
   }
 }
 
@@ -38,8 +39,10 @@ const PLAIN = {
 
 async function problem(response) {
   let detail = "";
+  let code = null;
   try {
     const body = await response.json();
+    code = typeof body.code === "string" ? body.code : null;
     detail = body.detail || body.title || "";
     if (Array.isArray(detail)) detail = detail.map((d) => d.msg || String(d)).join("; ");
   } catch {
@@ -50,7 +53,7 @@ async function problem(response) {
     (response.status === 503
       ? "The server is busy or restarting. Try again in a moment."
       : `The server answered with an error (${response.status}).`);
-  return new ApiError(detail && response.status !== 401 ? `${plain} ${detail}` : plain, response.status);
+  return new ApiError(detail && response.status !== 401 ? `${plain} ${detail}` : plain, response.status, code);
 }
 
 async function request(method, path, body) {
@@ -81,6 +84,10 @@ export async function del(path) {
 
 export async function postJSON(path, body) {
   return (await request("POST", path, body)).json();
+}
+
+export async function patchJSON(path, body) {
+  return (await request("PATCH", path, body)).json();
 }
 
 /**

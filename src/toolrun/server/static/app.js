@@ -1,13 +1,20 @@
-// The page: sign in, conversations, chat with streaming text, tool and confirmation cards, the task list.
-import { ApiError, StreamCut, clearToken, del, getBlob, getJSON, getToken, postJSON, serverIsUp, setToken, stream, streamGet } from "./api.js";
+// The page: sign in, the App's face (title, intro, starters, panel), conversations (open, rename, delete),
+// chat with streamed Markdown answers, a visible working state with Stop, tool, confirmation and job
+// cards, standing approvals. No framework, no build step.
+import { ApiError, StreamCut, clearToken, del, getBlob, getJSON, getToken, patchJSON, postJSON, serverIsUp, setToken, stream, streamGet } from "./api.js";
 import {
   assistantBubble,
   confirmationCard,
   contentList,
+  conversationRow,
   el,
   jobCard,
   markFailed,
   markInterrupted,
+  markStopped,
+  markWaiting,
+  resultView,
+  ruleItem,
   taskItem,
   toolCard,
   userBubble,
@@ -15,10 +22,16 @@ import {
 
 const CONVERSATION_KEY = "toolrun.conversation";
 const $ = (id) => document.getElementById(id);
+const MAX_MESSAGE = Number(document.body.dataset.maxMessage) || 32000;
 
 const state = {
   conversationId: localStorage.getItem(CONVERSATION_KEY),
   busy: false,
+  run: null, // the turn in flight: {conversationId, stopping}
+  face: null, // GET /api/v1/app
+  panelRoute: true, // GET /api/v1/app/panel answers (else the task list route)
+  schemas: null, // tool name → input schema (the approval edit form)
+  rules: [], // standing approvals (GET /api/v1/approval-rules)
   cards: new Map(), // call id → tool card
   confirmations: new Map(), // confirmation id → confirmation card
   jobs: new Map(), // job id → job card
@@ -40,6 +53,41 @@ function clearError() {
   $("error").textContent = "";
 }
 
+// -- the App's face --------------------------------------------------------------------------------------
+
+const DEFAULT_FACE = { title: "Assistant", intro: "", starters: [], panel: null, demo: false };
+
+async function loadFace() {
+  try {
+    state.face = { ...DEFAULT_FACE, ...(await getJSON("/api/v1/app")) };
+  } catch {
+    state.face = DEFAULT_FACE;
+  }
+  const face = state.face;
+  $("app-title").textContent = face.title;
+  document.title = `${face.title} · toolrun`;
+  $("empty-title").textContent = face.title;
+  $("empty-intro").textContent = face.intro || "";
+  $("empty-demo").hidden = !face.demo;
+  $("starters").replaceChildren(
+    ...face.starters.map((text) => {
+      const button = el("button", { type: "button", class: "example", text });
+      button.addEventListener("click", () => {
+        $("message").value = text;
+        checkLength();
+        $("message").focus();
+      });
+      return el("li", {}, button);
+    }),
+  );
+  const panel = face.panel;
+  $("app").dataset.panel = panel ? "true" : "false";
+  if (panel) {
+    $("tasks-title").textContent = panel.title;
+    document.querySelector(".views [data-show='tasks'] .panel-name").textContent = panel.title.replace(/^Your /i, "").replace(/^./, (c) => c.toUpperCase());
+  }
+}
+
 // -- sign in -------------------------------------------------------------------------------------------
 
 function tokenFromLink() {
@@ -51,19 +99,24 @@ function tokenFromLink() {
   }
 }
 
+function signedIn(yes) {
+  $("app").dataset.signedIn = yes ? "true" : "false";
+  $("sign-out").hidden = !yes;
+  $("sign-in").hidden = yes;
+}
+
 function signOut(forget = true) {
   if (forget) {
     clearToken();
     localStorage.removeItem(CONVERSATION_KEY);
   }
-  $("app").hidden = true;
-  $("sign-out").hidden = true;
-  $("sign-in").hidden = false;
+  signedIn(false);
   $("token").focus();
 }
 
 async function start() {
   clearError();
+  await loadFace();
   if (!getToken()) {
     signOut(false);
     return;
@@ -72,12 +125,11 @@ async function start() {
     await refreshConversations();
   } catch (error) {
     showError(error);
+    if (!(error instanceof ApiError && error.status === 401)) signedIn(false);
     return;
   }
-  $("sign-in").hidden = true;
-  $("app").hidden = false;
-  $("sign-out").hidden = false;
-  await refreshTasks();
+  signedIn(true);
+  await Promise.all([refreshPanel(), refreshRules()]);
   if (state.conversationId) await openConversation(state.conversationId);
   updateEmpty();
   $("message").focus();
@@ -101,13 +153,57 @@ function scrollToEnd() {
   scroller.scrollTop = scroller.scrollHeight;
 }
 
+// -- the working state and Stop ----------------------------------------------------------------------------
+
+function setBusy(busy) {
+  state.busy = busy;
+  $("composer").dataset.busy = busy ? "true" : "false";
+  $("send").hidden = busy;
+  $("stop").hidden = !busy;
+  $("stop").disabled = false;
+  $("working").textContent = busy ? "The assistant is working…" : "";
+  checkLength();
+}
+
+async function stopRun() {
+  const run = state.run;
+  if (!run || run.stopping) return;
+  run.stopping = true;
+  $("stop").disabled = true;
+  $("working").textContent = "Stopping…";
+  if (!run.conversationId) return; // sent when the run says which conversation it works on
+  await sendStop(run);
+}
+
+async function sendStop(run) {
+  try {
+    await postJSON(`/api/v1/conversations/${encodeURIComponent(run.conversationId)}/stop`);
+  } catch (error) {
+    // 409: it had already finished; the stream says how it ended.
+    if (!(error instanceof ApiError && error.status === 409)) showError(error);
+  }
+}
+
+// -- the message limit -----------------------------------------------------------------------------------
+
+function checkLength() {
+  const length = $("message").value.length;
+  const over = length > MAX_MESSAGE;
+  $("message-limit").textContent = over
+    ? `This message is ${length.toLocaleString()} characters long; the limit is ${MAX_MESSAGE.toLocaleString()}. Shorten it to send it.`
+    : "";
+  $("message").setAttribute("aria-invalid", over ? "true" : "false");
+  $("send").disabled = over || state.busy;
+  return !over;
+}
+
 // -- conversations ---------------------------------------------------------------------------------------
 
 function setConversation(id) {
   state.conversationId = id;
   if (id) localStorage.setItem(CONVERSATION_KEY, id);
   else localStorage.removeItem(CONVERSATION_KEY);
-  for (const button of document.querySelectorAll("#conversation-list button")) {
+  for (const button of document.querySelectorAll("#conversation-list .conversation-title")) {
     button.setAttribute("aria-current", button.dataset.id === id ? "true" : "false");
   }
 }
@@ -116,19 +212,25 @@ async function refreshConversations() {
   const { conversations } = await getJSON("/api/v1/conversations");
   const list = $("conversation-list");
   list.replaceChildren(
-    ...conversations.map((c) => {
-      const button = el(
-        "button",
-        { type: "button", "data-id": c.id, "aria-current": c.id === state.conversationId ? "true" : "false" },
-        c.title,
-        c.awaiting_confirmation ? el("span", { class: "waiting", text: "waiting for your decision" }) : null,
-      );
-      button.addEventListener("click", () => {
-        show("chat");
-        openConversation(c.id);
-      });
-      return el("li", {}, button);
-    }),
+    ...conversations.map((c) =>
+      conversationRow(c, c.id === state.conversationId, {
+        open: () => {
+          show("chat");
+          openConversation(c.id);
+        },
+        rename: async (title) => {
+          await patchJSON(`/api/v1/conversations/${encodeURIComponent(c.id)}`, { title });
+          await refreshConversations();
+          document.querySelector(`#conversation-list .conversation[data-id="${CSS.escape(c.id)}"] .rename`)?.focus();
+        },
+        remove: async () => {
+          await del(`/api/v1/conversations/${encodeURIComponent(c.id)}`);
+          if (state.conversationId === c.id) newConversation(false);
+          await refreshConversations();
+          $("new-conversation").focus();
+        },
+      }),
+    ),
   );
   if (!conversations.length) list.append(el("li", { class: "muted", text: "No conversations yet." }));
 }
@@ -139,6 +241,18 @@ function resetChat() {
   state.confirmations.clear();
   state.jobs.clear();
   updateEmpty();
+}
+
+function newConversation(focus = true) {
+  setConversation(null);
+  resetChat();
+  show("chat");
+  if (focus) $("message").focus();
+}
+
+function parseError(content) {
+  const found = /^Error ([A-Z_]+): ([^\n]*)/.exec(content);
+  return { code: found ? found[1] : "ERROR", message: found ? found[2] : content };
 }
 
 async function openConversation(id) {
@@ -161,11 +275,11 @@ async function openConversation(id) {
   for (const m of detail.messages) {
     if (m.role === "user") messages.append(userBubble(m.content));
     else if (m.role === "assistant") {
-      if (m.content || m.interrupted) {
-        const { item, body } = assistantBubble();
-        body.textContent = m.content || "";
-        messages.append(item);
-        if (m.interrupted) markInterrupted(item, "Interrupted: the server stopped before this answer was finished.");
+      if (m.content || m.interrupted || m.stopped) {
+        const bubble = assistantBubble(m.content || "");
+        messages.append(bubble.item);
+        if (m.interrupted) markInterrupted(bubble.item, "Interrupted: the server stopped before this answer was finished.");
+        if (m.stopped) markStopped(bubble.item);
       }
       for (const call of m.tool_calls || []) addToolCard(call.id, call.name, call.arguments);
     } else if (m.role === "tool") {
@@ -178,10 +292,10 @@ async function openConversation(id) {
           // plain text result
         }
         if (m.is_error) {
-          const found = /^Error ([A-Z_]+): ([^\n]*)/.exec(m.content);
-          card.finish({ status: "error", error: { code: found ? found[1] : "ERROR", message: found ? found[2] : m.content } });
+          card.finish({ status: "error", error: parseError(m.content) });
         } else {
           card.finish({ status: "ok", result: value });
+          if (m.content_items && m.content_items.length) card.card.append(contentList(m.content_items, getBlob));
           // a background job's start, as the model was told it: its card, loaded from the API
           const started = typeof value === "string" ? /^Started background job (job_\w+) /.exec(value) : null;
           addJobCard(started ? { job_id: started[1] } : value, card.card.dataset.tool, true);
@@ -240,15 +354,30 @@ function addToolCard(callId, tool, args) {
   return card;
 }
 
-function addConfirmation(pending) {
+async function toolSchemas() {
+  if (state.schemas === null) {
+    try {
+      const { tools } = await getJSON("/api/v1/tools?format=mcp");
+      state.schemas = new Map(tools.map((t) => [t.name, t.inputSchema]));
+    } catch {
+      return new Map(); // the form falls back to a field per argument given
+    }
+  }
+  return state.schemas;
+}
+
+async function addConfirmation(pending) {
   if (state.confirmations.has(pending.confirmation_id)) return;
+  state.confirmations.set(pending.confirmation_id, null); // reserved while the schema loads
   for (const card of state.cards.values()) {
     if (card.card.dataset.tool === pending.tool && !card.card.dataset.finished) card.finish({ status: "confirmation_required" });
   }
+  const schema = (await toolSchemas()).get(pending.tool) || null;
   const confirmation = confirmationCard(
     pending,
     (approve, settle, extra) => decide(pending, approve, settle, extra),
     (args) => postJSON(`/api/v1/confirmations/${encodeURIComponent(pending.confirmation_id)}/preview`, { arguments: args }),
+    schema,
   );
   state.confirmations.set(pending.confirmation_id, confirmation);
   $("messages").append(confirmation.card);
@@ -257,23 +386,42 @@ function addConfirmation(pending) {
   confirmation.approve.focus();
 }
 
+function sameArguments(rule, args) {
+  if (!rule.arguments) return true;
+  return Object.entries(rule.arguments).every(([k, v]) => args && JSON.stringify(args[k]) === JSON.stringify(v));
+}
+
+function allowedByRule(tool, args) {
+  return state.rules.some((r) => r.tool === tool && r.decision === "allow" && !r.expired && sameArguments(r, args));
+}
+
 function handlers(progress) {
   let bubble = null;
   let bubbleFor = null;
+  const started = new Map(); // call id → arguments as the model sent them
   return (name, data) => {
     if (name === "run_started") {
-      if (!state.conversationId || state.conversationId !== data.conversation_id) setConversation(data.conversation_id);
+      if (!state.conversationId || state.conversationId !== data.conversation_id) {
+        setConversation(data.conversation_id);
+        refreshConversations().catch(() => {}); // a new conversation is listed while it works
+      }
+      if (state.run) {
+        state.run.conversationId = data.conversation_id;
+        if (state.run.stopping) sendStop(state.run);
+      }
     } else if (name === "text_delta") {
       if (!bubble || bubbleFor !== data.message_id) {
-        const fresh = assistantBubble();
-        $("messages").append(fresh.item);
-        bubble = fresh;
+        bubble?.flush();
+        bubble = assistantBubble();
+        $("messages").append(bubble.item);
         bubbleFor = data.message_id;
-        progress.bubble = fresh.item;
+        progress.bubble = bubble;
       }
-      bubble.body.textContent += data.text;
+      bubble.append(data.text);
     } else if (name === "tool_call_started") {
+      bubble?.flush();
       bubble = null;
+      started.set(data.call_id, data.arguments);
       addToolCard(data.call_id, data.tool, data.arguments);
     } else if (name === "tool_call_finished") {
       const card = state.cards.get(data.call_id) || addToolCard(data.call_id, data.tool, null);
@@ -281,18 +429,29 @@ function handlers(progress) {
       card.finish(data);
       // A held call's result comes after the decision that let it run, not above it.
       if (waited) $("messages").append(card.card);
+      if (progress.edited && waited && data.tool === progress.edited.tool) card.setArguments(progress.edited.arguments);
+      if (data.status === "ok" && !waited && started.has(data.call_id) && allowedByRule(data.tool, started.get(data.call_id))) card.note("rule");
       if (data.content && data.content.length) card.card.append(contentList(data.content, getBlob));
       if (data.status === "ok") addJobCard(data.result, data.tool, false);
-      refreshTasks();
+      refreshPanel();
     } else if (name === "tool_call_progress") {
       const card = state.cards.get(data.call_id);
       if (card) card.progress(data);
     } else if (name === "confirmation_required") {
+      bubble?.flush();
       bubble = null;
       addConfirmation(data);
     } else if (name === "run_finished") {
+      bubble?.flush();
       progress.finished = true;
-      if (!["completed", "awaiting_confirmation", "needs_user_input"].includes(data.status)) {
+      if (data.status === "stopped") {
+        let item = progress.bubble?.item;
+        if (!item) {
+          item = assistantBubble().item;
+          $("messages").append(item);
+        }
+        markStopped(item);
+      } else if (!["completed", "awaiting_confirmation", "needs_user_input"].includes(data.status)) {
         showError(`The assistant stopped before answering (${data.status})${data.error ? `: ${data.error}` : "."}`);
       }
     } else if (name === "error") {
@@ -311,19 +470,19 @@ async function reconnect() {
   }
   clearError();
   if (state.conversationId) await openConversation(state.conversationId);
-  await Promise.all([refreshConversations().catch(() => {}), refreshTasks()]);
+  await Promise.all([refreshConversations().catch(() => {}), refreshPanel()]);
 }
 
-async function run(path, body) {
-  state.busy = true;
-  $("send").disabled = true;
-  const progress = { finished: false, bubble: null };
+async function run(path, body, conversationId, extra = {}) {
+  state.run = { conversationId, stopping: false };
+  setBusy(true);
+  const progress = { finished: false, bubble: null, ...extra };
   try {
     await stream(path, body, handlers(progress));
     if (!progress.finished) throw new StreamCut("The answer stopped before it was finished.");
   } catch (error) {
     if (!(error instanceof StreamCut)) throw error;
-    let item = progress.bubble;
+    let item = progress.bubble?.item;
     if (!item) {
       item = assistantBubble().item;
       $("messages").append(item);
@@ -334,13 +493,15 @@ async function run(path, body) {
     reconnect();
     return;
   } finally {
-    state.busy = false;
-    $("send").disabled = false;
+    state.run = null;
+    setBusy(false);
   }
-  await Promise.all([refreshConversations().catch(() => {}), refreshTasks()]);
+  await Promise.all([refreshConversations().catch(() => {}), refreshPanel()]);
 }
 
-async function send(text, item = null) {
+const BUSY_RETRIES = 40; // × 1.5 s: longer than a lease (TOOLRUN_LEASE_SECONDS, 15 s by default)
+
+async function send(text, item = null, attempt = 0) {
   clearError();
   const bubble = item || userBubble(text);
   if (!item) $("messages").append(bubble);
@@ -349,8 +510,21 @@ async function send(text, item = null) {
   const body = { message: text };
   if (state.conversationId) body.conversation_id = state.conversationId;
   try {
-    await run("/api/v1/chat/stream", body);
+    await run("/api/v1/chat/stream", body, state.conversationId);
+    markWaiting(bubble, null);
   } catch (error) {
+    if (error instanceof ApiError && error.code === "conversation_busy" && attempt < BUSY_RETRIES) {
+      // Held by an answer still running elsewhere, or by a server that died while answering (its lease
+      // runs out within seconds): the message waits, and goes as soon as the conversation is free.
+      markWaiting(bubble, "Waiting for the previous answer to finish or be released; this message goes as soon as it is…");
+      setBusy(true);
+      $("stop").hidden = true;
+      $("working").textContent = "Waiting to send…";
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      setBusy(false);
+      return send(text, bubble, attempt + 1);
+    }
+    markWaiting(bubble, null);
     // Refused or never arrived: the message stays on the page, marked, with a way to send it again.
     markFailed(bubble, `Not sent: ${error.message}`, () => send(text, bubble));
     if (error instanceof ApiError && error.status === 401) showError(error);
@@ -359,6 +533,7 @@ async function send(text, item = null) {
 
 async function decide(pending, approve, settle, extra = {}) {
   clearError();
+  $("message").focus(); // the person goes on from the composer
   const body = { approve };
   if (approve && extra.arguments) body.arguments = extra.arguments;
   if (!approve && extra.reason) body.reason = extra.reason;
@@ -366,22 +541,65 @@ async function decide(pending, approve, settle, extra = {}) {
     if (approve && extra.always) {
       const expires = new Date(Date.now() + 30 * 86400 * 1000).toISOString();
       await postJSON("/api/v1/approval-rules", { tool: pending.tool, expires_at: expires });
+      refreshRules();
     }
-    await run(`/api/v1/confirmations/${encodeURIComponent(pending.confirmation_id)}/stream`, body);
+    const edited = approve && extra.arguments ? { tool: pending.tool, arguments: extra.arguments } : null;
+    await run(`/api/v1/confirmations/${encodeURIComponent(pending.confirmation_id)}/stream`, body, pending.conversation_id, { edited });
   } catch (error) {
     settle(error instanceof ApiError && error.status === 404 ? "Already decided or expired: nothing ran." : "Not sent.");
     showError(error);
   }
 }
 
-// -- tasks -------------------------------------------------------------------------------------------------
+// -- the side panel (the App's read-only tool) and standing approvals ---------------------------------------
 
-async function refreshTasks() {
+function showTasks(tasks, total) {
+  $("task-list").replaceChildren(...tasks.map(taskItem));
+  const shown = tasks.length;
+  $("task-count").textContent =
+    total === 0 ? "No tasks yet." : shown < total ? `Showing ${shown} of ${total} tasks` : total === 1 ? "1 task" : `${total} tasks`;
+  $("task-badge").textContent = total ? String(total) : "";
+}
+
+async function refreshPanel() {
+  if (!state.face?.panel) return;
   try {
+    if (state.panelRoute) {
+      try {
+        const result = await getJSON("/api/v1/app/panel");
+        const value = result.value ?? result.result ?? result;
+        if (value && Array.isArray(value.tasks)) showTasks(value.tasks, typeof value.total === "number" ? value.total : value.tasks.length);
+        else {
+          $("task-list").replaceChildren(el("li", {}, resultView(value)));
+          $("task-count").textContent = "";
+        }
+        return;
+      } catch (error) {
+        if (!(error instanceof ApiError && error.status === 404)) throw error;
+        state.panelRoute = false; // a server without the App's panel route: its task list
+      }
+    }
     const { tasks, total } = await getJSON("/api/v1/tasks?limit=200&sort=created_desc");
-    $("task-list").replaceChildren(...tasks.map(taskItem));
-    $("task-count").textContent = total === 0 ? "No tasks yet." : total === 1 ? "1 task" : `${total} tasks`;
-    $("task-badge").textContent = total ? String(total) : "";
+    showTasks(tasks, total);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 0)) showError(error);
+  }
+}
+
+async function refreshRules() {
+  try {
+    const { rules } = await getJSON("/api/v1/approval-rules");
+    state.rules = rules;
+    $("rule-list").replaceChildren(
+      ...rules.map((rule) =>
+        ruleItem(rule, async () => {
+          await del(`/api/v1/approval-rules/${encodeURIComponent(rule.id)}`);
+          await refreshRules();
+          $("refresh-tasks").focus();
+        }),
+      ),
+    );
+    $("rules-empty").hidden = rules.length > 0;
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 0)) showError(error);
   }
@@ -398,33 +616,27 @@ $("sign-in").addEventListener("submit", (event) => {
   start();
 });
 $("sign-out").addEventListener("click", () => signOut(true));
-$("new-conversation").addEventListener("click", () => {
-  setConversation(null);
-  resetChat();
-  show("chat");
-  $("message").focus();
-});
-$("refresh-tasks").addEventListener("click", refreshTasks);
+$("new-conversation").addEventListener("click", () => newConversation());
+$("refresh-tasks").addEventListener("click", () => Promise.all([refreshPanel(), refreshRules()]));
+$("stop").addEventListener("click", stopRun);
 for (const button of document.querySelectorAll(".views button")) {
   button.addEventListener("click", () => show(button.dataset.show));
-}
-for (const button of document.querySelectorAll(".example")) {
-  button.addEventListener("click", () => {
-    $("message").value = button.textContent;
-    $("message").focus();
-  });
 }
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = $("message").value.trim();
-  if (!text || state.busy) return;
+  if (!text || state.busy || !checkLength()) return;
   $("message").value = "";
+  checkLength();
   send(text);
 });
+$("message").addEventListener("input", checkLength);
 $("message").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     $("composer").requestSubmit();
+  } else if (event.key === "Escape" && state.busy) {
+    stopRun();
   }
 });
 
