@@ -57,6 +57,11 @@ async def test_the_app_mounted_in_a_host_with_the_hosts_auth(tmp_path: Path) -> 
             assert (await http.get("/assistant/api/v1/app")).json()["title"] == "Notes"
             page = await http.get("/assistant/")
             assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+            # The page's files and its API calls are under the host's prefix, not the site's root.
+            assert 'src="/assistant/static/app.js"' in page.text and 'data-root="/assistant"' in page.text
+            assert "<title>Notes</title>" in page.text
+            script = await http.get("/assistant/static/app.js")
+            assert script.status_code == 200 and "javascript" in script.headers["content-type"]
             me = (await http.get("/assistant/api/v1/me")).json()
             assert me["user_id"] == "acct-ada" and me["roles"] == ["member"]
 

@@ -20,8 +20,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from toolrun.server._errors import ServiceError
 from toolrun.server._text import MAX_MESSAGE_CHARS
-from toolrun.server.deps import CurrentUser, State
-from toolrun.tools import ToolCall, ToolContext
+from toolrun.server.deps import State
 
 __all__ = ["CSP", "router"]
 
@@ -102,40 +101,3 @@ async def static(name: str) -> Response:
     if media_type is None:
         raise ServiceError(404, "not_found", "No such file.")
     return Response(_asset(name), media_type=media_type, headers=_HEADERS)
-
-
-# -- the App's face ---------------------------------------------------------------------------------------
-# A stand-in until the App contract lands (`toolrun.server.App`, its own `GET /api/v1/app`): the task
-# assistant's values, so the page renders its face from the API and not from its own markup. Replaced at
-# merge by the App's route; the page reads only these fields.
-
-_TASK_APP: dict[str, Any] = {
-    "name": "tasks",
-    "title": "Task assistant",
-    "intro": "I keep your to-do list: I add tasks with a priority, a due date and tags, find and update "
-    "them, and delete them once you approve.",
-    "starters": [
-        "add Renew passport !high due 2026-12-01 #admin",
-        "list tasks",
-        "help",
-    ],
-    "panel": {"title": "Your tasks", "tool": "query_tasks"},
-}
-_PANEL_ARGUMENTS = '{"limit": 200, "sort": "created_desc"}'
-
-
-@router.get("/api/v1/app", include_in_schema=True, tags=["app"])
-async def app_face(state: State) -> Any:
-    """The served App's face: name, title, intro, starters, side panel, and whether the model is the demo."""
-    return {**_TASK_APP, "demo": state.demo}
-
-
-@router.get("/api/v1/app/panel", include_in_schema=True, tags=["app"])
-async def app_panel(user: CurrentUser, state: State) -> Any:
-    """The side panel: the App's read-only panel tool run for the signed-in user (its ToolResult as JSON)."""
-    context = ToolContext(user_id=user.user_id, roles=user.roles)
-    call = ToolCall(id="panel", name=_TASK_APP["panel"]["tool"], arguments=_PANEL_ARGUMENTS)
-    result = await state.executor.execute(call, context)
-    view = result.to_dict()
-    view.pop("content", None)
-    return view

@@ -56,12 +56,17 @@ async function problem(response) {
   return new ApiError(detail && response.status !== 401 ? `${plain} ${detail}` : plain, response.status, code);
 }
 
+/** Where the service is mounted: "" at the site's root, or a host app's prefix such as "/assistant". */
+function url(path) {
+  return path.startsWith("/") ? (document.body.dataset.root || "") + path : path;
+}
+
 async function request(method, path, body) {
   const headers = { Authorization: `Bearer ${getToken()}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
-    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    response = await fetch(url(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   } catch {
     throw new ApiError("Cannot reach the server. Check that it is running, then try again.", 0);
   }
@@ -142,7 +147,7 @@ async function readEvents(response, onEvent) {
 /** Whether the server answers its health check (used to reconnect after a cut). */
 export async function serverIsUp() {
   try {
-    return (await fetch("/healthz", { cache: "no-store" })).ok;
+    return (await fetch(url("/healthz"), { cache: "no-store" })).ok;
   } catch {
     return false;
   }

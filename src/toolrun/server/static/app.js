@@ -29,7 +29,6 @@ const state = {
   busy: false,
   run: null, // the turn in flight: {conversationId, stopping}
   face: null, // GET /api/v1/app
-  panelRoute: true, // GET /api/v1/app/panel answers (else the task list route)
   schemas: null, // tool name → input schema (the approval edit form)
   rules: [], // standing approvals (GET /api/v1/approval-rules)
   cards: new Map(), // call id → tool card
@@ -564,23 +563,17 @@ function showTasks(tasks, total) {
 async function refreshPanel() {
   if (!state.face?.panel) return;
   try {
-    if (state.panelRoute) {
-      try {
-        const result = await getJSON("/api/v1/app/panel");
-        const value = result.value ?? result.result ?? result;
-        if (value && Array.isArray(value.tasks)) showTasks(value.tasks, typeof value.total === "number" ? value.total : value.tasks.length);
-        else {
-          $("task-list").replaceChildren(el("li", {}, resultView(value)));
-          $("task-count").textContent = "";
-        }
-        return;
-      } catch (error) {
-        if (!(error instanceof ApiError && error.status === 404)) throw error;
-        state.panelRoute = false; // a server without the App's panel route: its task list
-      }
+    const result = await getJSON("/api/v1/app/panel");
+    const value = result.value;
+    if (result.status !== "ok") {
+      $("task-list").replaceChildren(el("li", {}, el("p", { text: result.error?.message || "The panel could not be shown." })));
+      $("task-count").textContent = "";
+    } else if (value && Array.isArray(value.tasks)) {
+      showTasks(value.tasks, typeof value.total === "number" ? value.total : value.tasks.length);
+    } else {
+      $("task-list").replaceChildren(el("li", {}, resultView(value)));
+      $("task-count").textContent = "";
     }
-    const { tasks, total } = await getJSON("/api/v1/tasks?limit=200&sort=created_desc");
-    showTasks(tasks, total);
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 0)) showError(error);
   }
