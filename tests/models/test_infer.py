@@ -169,7 +169,7 @@ def test_public_surface() -> None:
             "ScriptedModel",
             "StreamEvent",
             "SystemMessage",
-            "TextDelta",
+            "ModelTextDelta",
             "ToolCallDelta",
             "ToolCallReady",
             "ToolChoice",

@@ -34,9 +34,9 @@ from toolrun.models._messages import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    ModelTextDelta,
     StreamEvent,
     SystemMessage,
-    TextDelta,
     ToolCallDelta,
     ToolCallReady,
     ToolChoice,
@@ -52,6 +52,10 @@ from toolrun.models.function import FunctionModel
 from toolrun.models.openai import OpenAIModel
 from toolrun.models.scripted import ScriptedModel
 
+# The stream delta's old name, still imported by `toolrun.integrations._dbos_steps`: not public (not in
+# `__all__`); remove once it imports `ModelTextDelta`.
+TextDelta = ModelTextDelta
+
 __all__ = [
     "AnthropicModel",
     "AssistantMessage",
@@ -63,6 +67,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "ModelTextDelta",
     "OpenAIModel",
     "ProviderAuthError",
     "ProviderBadRequestError",
@@ -77,7 +82,6 @@ __all__ = [
     "ScriptedModel",
     "StreamEvent",
     "SystemMessage",
-    "TextDelta",
     "ToolCallDelta",
     "ToolCallReady",
     "ToolChoice",
