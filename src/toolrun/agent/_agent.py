@@ -74,12 +74,14 @@ from toolrun.models import (
 )
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ErrorCode, ToolResult
-from toolrun.runtime import ToolExecutor, _errors, canonical_json
+from toolrun.runtime import ToolExecutor, _errors
+from toolrun.runtime._audit import canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
 from toolrun.store import NO_USER
 from toolrun.store import PendingConfirmation as PendingConfirmation
-from toolrun.tools import ProgressThrottle, Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.tools._context import ProgressThrottle
 
 __all__ = ["Agent"]
 

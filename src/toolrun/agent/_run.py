@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
 from toolrun.exceptions import ToolrunError
-from toolrun.models import Message, Usage, message_from_dict
+from toolrun.models import Message, Usage
+from toolrun.models._messages import message_from_dict
 from toolrun.results import ToolResult
 from toolrun.tools import ToolCall
 

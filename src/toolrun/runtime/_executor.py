@@ -72,7 +72,8 @@ from toolrun.store import (
     PendingConfirmation,
     RateLimitStore,
 )
-from toolrun.tools import OutputBudget, RateLimit, Tool, ToolBudget, ToolCall, ToolContext, parse_rate_limit
+from toolrun.tools import RateLimit, Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.tools._options import OutputBudget, parse_rate_limit
 
 __all__ = ["ToolExecutor"]
 
