@@ -125,6 +125,7 @@ PRIVATE = {
         "PlannedCall",
         "SEARCH_TOOL_NAME",
         "loaded_tools",
+        "PendingConfirmation",
     },
     "toolrun.tools": {
         "NAME_PATTERN",
