@@ -78,3 +78,125 @@ def test_content_names_of_the_contract() -> None:
         obj = getattr(content, name)
         if isinstance(obj, type):
             assert obj.__doc__, name
+
+
+PUBLIC_MODULES = (
+    "toolrun",
+    "toolrun.tools",
+    "toolrun.registry",
+    "toolrun.formats",
+    "toolrun.runtime",
+    "toolrun.models",
+    "toolrun.agent",
+    "toolrun.planning",
+    "toolrun.prompts",
+    "toolrun.store",
+    "toolrun.mcp",
+    "toolrun.search",
+    "toolrun.content",
+    "toolrun.results",
+    "toolrun.exceptions",
+)
+
+# Internals that used to be exported: none of them is in a public module's `__all__`.
+PRIVATE = {
+    "toolrun.runtime": {
+        "Artifact",
+        "ArtifactStore",
+        "InMemoryArtifactStore",
+        "CacheStage",
+        "CallNext",
+        "ChainStep",
+        "ConfirmationStage",
+        "EventBus",
+        "Invocation",
+        "Middleware",
+        "RateLimitStage",
+        "RunStage",
+        "canonical_json",
+        "read_result_tool",
+        "summarize_call",
+    },
+    "toolrun.models": {"ResponseLike", "repair_history", "clean_text", "message_from_dict", "TextDelta"},
+    "toolrun.agent": {
+        "CheckedCalls",
+        "check_calls",
+        "Plan",
+        "PlannedCall",
+        "SEARCH_TOOL_NAME",
+        "loaded_tools",
+        "PendingConfirmation",
+    },
+    "toolrun.tools": {
+        "NAME_PATTERN",
+        "PROVIDER_NAME_PATTERN",
+        "OutputBudget",
+        "ProgressThrottle",
+        "parse_rate_limit",
+    },
+    "toolrun.planning": {
+        "MAX_TEXT",
+        "PLANNING_TOOL_NAMES",
+        "planning_add_step",
+        "planning_read_plan",
+        "planning_setup_plan",
+        "planning_update_step",
+    },
+    "toolrun.mcp": {"PRINCIPAL_SCOPE_KEY", "TASKS_EXTENSION", "TasksExtension", "TaskStore"},
+}
+
+
+def _exports() -> dict[str, dict[str, object]]:
+    import importlib
+
+    out: dict[str, dict[str, object]] = {}
+    for name in PUBLIC_MODULES:
+        module = importlib.import_module(name)
+        out[name] = {n: getattr(module, n) for n in module.__all__}
+    return out
+
+
+def test_no_name_means_two_things_across_public_modules() -> None:
+    seen: dict[str, tuple[str, object]] = {}
+    clashes = []
+    for module, names in _exports().items():
+        for name, obj in names.items():
+            if name in seen and seen[name][1] is not obj:
+                clashes.append(f"{name}: {seen[name][0]} and {module}")
+            seen.setdefault(name, (module, obj))
+    assert clashes == []
+
+
+def test_internals_are_not_exported() -> None:
+    exports = _exports()
+    for module, names in PRIVATE.items():
+        assert names.isdisjoint(exports[module]), (module, names & set(exports[module]))
+
+
+def test_every_exported_name_resolves() -> None:
+    for module, names in _exports().items():
+        for name, obj in names.items():
+            assert obj is not None or name.isupper(), f"{module}.{name}"
+
+
+def test_the_reference_pages_list_exactly_the_public_names() -> None:
+    import importlib
+    import re
+    from pathlib import Path
+
+    pages = Path(__file__).resolve().parents[1] / "docs" / "reference"
+    targets = set()
+    for page in pages.glob("*.md"):
+        targets |= set(re.findall(r"^::: (toolrun(?:\.\w+)*)$", page.read_text(), re.M))
+    for name in ("toolrun.tools", "toolrun.runtime", "toolrun.models", "toolrun.agent", "toolrun.planning"):
+        module = importlib.import_module(name)
+        listed = set()
+        for target in targets:
+            owner, _, attr = target.rpartition(".")
+            same = owner == "toolrun" and getattr(module, attr, None) is getattr(toolrun, attr)
+            if owner == name or same:
+                listed.add(attr)
+        assert listed == set(module.__all__), (name, listed ^ set(module.__all__))
+    for name in ("toolrun.prompts", "toolrun.mcp"):
+        listed = {t.rpartition(".")[2] for t in targets if t.rpartition(".")[0] == name}
+        assert listed == set(importlib.import_module(name).__all__), name

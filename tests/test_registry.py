@@ -9,7 +9,7 @@ import pytest
 
 from toolrun import Tool, ToolAlreadyExistsError, ToolContext, ToolNotFoundError, ToolRegistry, tool
 from toolrun.registry import provider_safe_name
-from toolrun.tools import PROVIDER_NAME_PATTERN
+from toolrun.tools._tool import PROVIDER_NAME_PATTERN
 
 
 def make(name: str, **options: Any) -> Tool:

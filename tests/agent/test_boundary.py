@@ -23,8 +23,8 @@ from toolrun.models import (
     ToolResultMessage,
     UserMessage,
     history_problems,
-    repair_history,
 )
+from toolrun.models._history import repair_history
 
 CTX = ToolContext(user_id="u1", roles=("member",))
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from toolrun import ToolCall
-from toolrun.agent import OutputLimits, check_calls
-from toolrun.agent._boundary import TextCleaner, clean_response
+from toolrun.agent import OutputLimits
+from toolrun.agent._boundary import TextCleaner, check_calls, clean_response
 from toolrun.models import ModelResponse
 
 REGISTERED = {"add", "store", "ns.search"}

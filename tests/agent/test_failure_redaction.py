@@ -14,10 +14,10 @@ from toolrun import Agent, ToolExecutor, ToolRegistry
 from toolrun.agent import RunFinished
 from toolrun.models import (
     FunctionModel,
+    ModelTextDelta,
     ProviderAuthError,
     ProviderStreamError,
     ScriptedModel,
-    TextDelta,
 )
 
 
@@ -107,7 +107,7 @@ async def test_any_model_failure_is_redacted(logs: Everything, streaming: bool) 
 async def test_a_stream_that_breaks_off_is_redacted(logs: Everything) -> None:
     key = secret()
 
-    async def pieces(messages: list[Any], tools: list[Any]) -> AsyncIterator[str | TextDelta]:
+    async def pieces(messages: list[Any], tools: list[Any]) -> AsyncIterator[str | ModelTextDelta]:
         yield "Hello"
         raise ProviderStreamError(f"connection reset; request had api_key={key}", provider="anthropic")
 

@@ -11,7 +11,7 @@ from toolrun import Agent, ToolContext, ToolRegistry, tool
 from toolrun.agent import ToolCallFinished, ToolCallProgress
 from toolrun.models import FunctionModel, ModelResponse
 from toolrun.runtime import InMemoryAuditSink, ToolExecutor
-from toolrun.tools import ProgressThrottle
+from toolrun.tools._context import ProgressThrottle
 
 LEAKED: dict[str, Any] = {}
 

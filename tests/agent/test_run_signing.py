@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolrun import ToolCall, ToolResult
-from toolrun.agent import AgentRun, InvalidRunError, PendingConfirmation, RunSignatureError, ToolCallRecord
+from toolrun.agent import AgentRun, InvalidRunError, PendingCall, RunSignatureError, ToolCallRecord
 from toolrun.models import Usage
 
 KEY = b"k" * 16
@@ -32,7 +32,7 @@ def small_run() -> AgentRun:
                 step=2,
             )
         ],
-        pending=[PendingConfirmation(confirmation_id="conf_1", call=call, summary="delete t1")],
+        pending=[PendingCall(confirmation_id="conf_1", call=call, summary="delete t1")],
         batch=[call],
         usage=Usage(input_tokens=3, output_tokens=4),
         plan={"nested": {"b": [1, {"z": 1, "a": "é"}], "a": None}},
@@ -254,7 +254,7 @@ def test_entries_read_on_their_own_name_their_fields() -> None:
         ("nope", "Invalid AgentRun: pending: expected an object, got str"),
     ]:
         with pytest.raises(InvalidRunError) as info:
-            PendingConfirmation.from_dict(bad)  # type: ignore[arg-type]
+            PendingCall.from_dict(bad)  # type: ignore[arg-type]
         assert str(info.value) == message
     with pytest.raises(InvalidRunError, match=r"^Invalid AgentRun: tool_call.step: is missing$"):
         ToolCallRecord.from_dict({"call": call, "result": {"status": "ok"}})

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from toolrun import Agent, Tool, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
-from toolrun.agent import SEARCH_TOOL_NAME, AgentRun, loaded_tools, make_search_tool
+from toolrun.agent import AgentRun, make_search_tool
+from toolrun.agent._extras import SEARCH_TOOL_NAME, loaded_tools
 from toolrun.models import ScriptedModel
 from toolrun.planning import planning_section
 from toolrun.prompts import Prompt

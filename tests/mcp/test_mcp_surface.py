@@ -11,13 +11,10 @@ import toolrun.mcp
 def test_exported_names() -> None:
     assert sorted(toolrun.mcp.__all__) == [
         "MCPHTTPEndpoint",
+        "MCPTaskStore",
         "MCPToolset",
         "MemoryTaskStore",
-        "PRINCIPAL_SCOPE_KEY",
         "PrincipalResolver",
-        "TASKS_EXTENSION",
-        "TaskStore",
-        "TasksExtension",
         "ToolrunMCPServer",
         "create_http_app",
         "create_server",

@@ -16,10 +16,10 @@ from toolrun.models import (
     FinalResponse,
     ModelRequest,
     ModelSettings,
+    ModelTextDelta,
     ProviderStreamError,
     ProviderUnavailableError,
     SystemMessage,
-    TextDelta,
     ToolCallDelta,
     ToolCallReady,
     ToolResultMessage,
@@ -222,9 +222,9 @@ async def test_stream_text_arrives_incrementally(server, make_anthropic) -> None
     async with aclosing(make_anthropic().stream(ModelRequest([UserMessage(content="Hi")]))) as stream:
         async for event in stream:
             events.append(event)
-            if event == TextDelta(text="Hel"):
+            if event == ModelTextDelta(text="Hel"):
                 gate.set()
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo", "!"]
+    assert [e.text for e in events if isinstance(e, ModelTextDelta)] == ["Hel", "lo", "!"]
     final = events[-1]
     assert isinstance(final, FinalResponse)
     assert final.response.text == "Hello!"
@@ -537,7 +537,9 @@ async def test_a_paused_streamed_turn_is_continued_in_a_second_stream(server, ma
     )
     model = make_anthropic()
     events = await collect(model, ModelRequest([UserMessage(content="Weather in Oslo?")]))
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Let me look that up. It is 4 °C."
+    assert (
+        "".join(e.text for e in events if isinstance(e, ModelTextDelta)) == "Let me look that up. It is 4 °C."
+    )
     finals = [e for e in events if isinstance(e, FinalResponse)]
     assert len(finals) == 1 and events[-1] is finals[0]
     whole = finals[0].response

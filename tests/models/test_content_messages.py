@@ -16,8 +16,8 @@ from toolrun.models import (
     ModelResponse,
     ToolResultMessage,
     UserMessage,
-    message_from_dict,
 )
+from toolrun.models._messages import message_from_dict
 
 from .fakes import ANTHROPIC_PATH, OPENAI_PATH, Reply, anthropic_message, openai_completion, text_block
 

@@ -19,7 +19,6 @@ from toolrun.models import (
     ToolResultMessage,
     UserMessage,
     history_problems,
-    repair_history,
 )
 from toolrun.models._history import (
     LOST_RESULT,
@@ -27,6 +26,7 @@ from toolrun.models._history import (
     arguments_problem,
     json_depth_over,
     new_call_id,
+    repair_history,
     text_depth_over,
 )
 

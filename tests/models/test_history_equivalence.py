@@ -19,7 +19,6 @@ from toolrun.models import (
     ToolResultMessage,
     UserMessage,
     history_problems,
-    message_from_dict,
 )
 from toolrun.models._history import (
     MAX_ARGUMENT_CHARS,
@@ -31,6 +30,7 @@ from toolrun.models._history import (
     safe_call_id,
     text_depth_over,
 )
+from toolrun.models._messages import message_from_dict
 
 # ------------------------------------------------------------------------------------------------------
 # The code as it was before issue 21 (verbatim but for the names).

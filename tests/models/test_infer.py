@@ -163,13 +163,12 @@ def test_public_surface() -> None:
             "ProviderResponseError",
             "ProviderStreamError",
             "ProviderUnavailableError",
-            "ResponseLike",
-            "RetryPolicy",
+                "RetryPolicy",
             "ScriptExhaustedError",
             "ScriptedModel",
             "StreamEvent",
             "SystemMessage",
-            "TextDelta",
+            "ModelTextDelta",
             "ToolCallDelta",
             "ToolCallReady",
             "ToolChoice",
@@ -177,14 +176,11 @@ def test_public_surface() -> None:
             "UnknownModelError",
             "Usage",
             "UserMessage",
-            "clean_text",
-            "history_problems",
+                "history_problems",
             "infer_model",
-            "message_from_dict",
-            "messages_from_json",
+                "messages_from_json",
             "messages_to_json",
-            "repair_history",
-        ]
+            ]
     )
     for name in toolrun.models.__all__:
         assert hasattr(toolrun.models, name)

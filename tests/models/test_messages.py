@@ -17,10 +17,10 @@ from toolrun.models import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    message_from_dict,
     messages_from_json,
     messages_to_json,
 )
+from toolrun.models._messages import message_from_dict
 
 CONVERSATION: list[Message] = [
     SystemMessage(content="You manage tasks."),

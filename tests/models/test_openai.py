@@ -17,11 +17,11 @@ from toolrun.models import (
     FinalResponse,
     ModelRequest,
     ModelSettings,
+    ModelTextDelta,
     ProviderStreamError,
     ProviderUnavailableError,
     RetryPolicy,
     SystemMessage,
-    TextDelta,
     ToolCallDelta,
     ToolCallReady,
     ToolResultMessage,
@@ -234,10 +234,10 @@ async def test_stream_text_arrives_incrementally(server, make_openai) -> None:
     async with aclosing(make_openai().stream(hello())) as stream:
         async for event in stream:
             events.append(event)
-            if event == TextDelta(text="Hel"):
+            if event == ModelTextDelta(text="Hel"):
                 gate.set()  # the server sends the rest only now: deltas are not buffered
 
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo", "!"]
+    assert [e.text for e in events if isinstance(e, ModelTextDelta)] == ["Hel", "lo", "!"]
     final = events[-1]
     assert isinstance(final, FinalResponse)
     assert final.response.text == "Hello!"
@@ -338,7 +338,7 @@ async def test_stream_that_ends_without_finish_reason_is_an_error_with_partial(
     with pytest.raises(ProviderStreamError) as info:
         await consume()
 
-    assert [type(e) for e in seen] == [TextDelta, ToolCallDelta, ToolCallDelta]
+    assert [type(e) for e in seen] == [ModelTextDelta, ToolCallDelta, ToolCallDelta]
     partial = info.value.partial
     assert partial is not None
     assert partial.finish_reason == "error"
@@ -421,7 +421,7 @@ async def test_stopping_a_stream_early_releases_it_and_the_model_stays_usable(se
     model = make_openai()
     async with aclosing(model.stream(hello())) as stream:
         async for event in stream:
-            assert event == TextDelta(text="w0 ")
+            assert event == ModelTextDelta(text="w0 ")
             break
     assert (await model.request(hello())).text == "again"
 

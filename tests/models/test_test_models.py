@@ -18,10 +18,10 @@ from toolrun.models import (
     Model,
     ModelRequest,
     ModelResponse,
+    ModelTextDelta,
     ProviderUnavailableError,
     ScriptedModel,
     ScriptExhaustedError,
-    TextDelta,
     ToolCallDelta,
     ToolCallReady,
     ToolResultMessage,
@@ -159,7 +159,7 @@ def test_scripted_refuses_bad_items_up_front() -> None:
 async def test_scripted_stream_synthesises_deltas() -> None:
     model = ScriptedModel([ModelResponse(text="It is sunny", tool_calls=[WEATHER])])
     events = [e async for e in model.stream(ModelRequest([UserMessage(content="x")]))]
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["It ", "is ", "sunny"]
+    assert [e.text for e in events if isinstance(e, ModelTextDelta)] == ["It ", "is ", "sunny"]
     assert ToolCallDelta(index=0, id="c1", name="get_weather", arguments_delta='{"city": "Paris"}') in events
     assert ToolCallReady(index=0, call=WEATHER) in events
     assert isinstance(events[-1], FinalResponse)
@@ -215,7 +215,7 @@ async def test_function_model_async_function_and_alias_mapping(tools) -> None:
 async def test_function_model_stream_function(tools) -> None:
     async def stream(messages: list[Message], tools: list[Tool]) -> AsyncIterator[Any]:
         yield "Let me "
-        yield TextDelta(text="check.")
+        yield ModelTextDelta(text="check.")
         yield ToolCallDelta(index=0, id="s1", name="get_weather", arguments_delta='{"ci')
         yield ToolCallDelta(index=1, id="s2", name="tasks_create", arguments_delta='{"title": "a"}')
         yield ToolCallDelta(index=0, arguments_delta='ty": "Rome"}')
@@ -238,7 +238,7 @@ async def test_function_model_stream_function(tools) -> None:
 async def test_function_model_synthesises_stream_from_function() -> None:
     model = FunctionModel(lambda messages, tools: "hello world")
     events = [e async for e in model.stream(ModelRequest([UserMessage(content="x")]))]
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hello ", "world"]
+    assert [e.text for e in events if isinstance(e, ModelTextDelta)] == ["hello ", "world"]
 
 
 async def test_function_model_rejects_bad_returns() -> None:

@@ -9,15 +9,9 @@ from typing import Any
 import pytest
 
 from toolrun import ErrorCode, ToolCall, ToolContext, ToolExecutor, ToolRegistry, ToolResult, tool
-from toolrun.planning import (
-    MAX_TEXT,
-    PLANNING_TOOL_NAMES,
-    STRATEGIES,
-    Plan,
-    Session,
-    planning_section,
-    planning_tools,
-)
+from toolrun.planning import STRATEGIES, Plan, Session, planning_section, planning_tools
+from toolrun.planning._plan import MAX_TEXT
+from toolrun.planning._tools import PLANNING_TOOL_NAMES
 from toolrun.results import ToolError
 
 

@@ -11,8 +11,6 @@ import toolrun.prompts
 
 def test_planning_surface() -> None:
     assert set(toolrun.planning.__all__) == {
-        "MAX_TEXT",
-        "PLANNING_TOOL_NAMES",
         "STRATEGIES",
         "Channel",
         "Kind",
@@ -22,12 +20,8 @@ def test_planning_surface() -> None:
         "Session",
         "StepStatus",
         "Strategy",
-        "planning_add_step",
-        "planning_read_plan",
         "planning_section",
-        "planning_setup_plan",
         "planning_tools",
-        "planning_update_step",
         "register_kind",
         "render_current_plan",
     }

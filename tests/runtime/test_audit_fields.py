@@ -187,7 +187,7 @@ async def test_a_cancelled_call_is_audited_as_cancelled(make_executor: Any) -> N
 async def test_the_record_hashes_the_arguments_that_ran(make_executor: Any) -> None:
     """A stage may hash the arguments and a later one replace them: the record hashes what the handler
     got, whether a stage hashed that already or not."""
-    from toolrun.runtime import CallNext, Invocation
+    from toolrun.runtime._invocation import CallNext, Invocation
 
     @tool
     async def echo(key: str) -> str:

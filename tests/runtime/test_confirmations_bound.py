@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from toolrun import ErrorCode, ToolContext, ToolRegistry, tool
-from toolrun.runtime import ToolExecutor, summarize_call
-from toolrun.runtime._stages import MAX_SHOWN_VALUE, SUMMARY_WIDTH
+from toolrun.runtime import ToolExecutor
+from toolrun.runtime._stages import MAX_SHOWN_VALUE, SUMMARY_WIDTH, summarize_call
 from toolrun.store import NO_USER, InMemoryConfirmationStore
 
 from .conftest import call

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from toolrun import ToolCall, ToolContext, ToolRegistry, ToolResult, tool
-from toolrun.runtime import Invocation, ToolExecutor, summarize_call
+from toolrun.runtime import ToolExecutor
 from toolrun.runtime._convert import ResultNotJSON, json_safe, ok_result, truncate
+from toolrun.runtime._invocation import Invocation
 from toolrun.runtime._logging import redacted_exc_info
+from toolrun.runtime._stages import summarize_call
 
 
 def test_the_fast_ok_result_equals_the_constructor() -> None:

@@ -18,7 +18,7 @@ from toolrun.content import Image, Text, ToolOutput
 from toolrun.models import FunctionModel, ModelResponse
 from toolrun.runtime import AuditRecord
 from toolrun.runtime._generators import PARTIAL_TEXT_CHARS, PARTIAL_VALUE_CHARS, partial_text, partial_value
-from toolrun.tools import ProgressThrottle
+from toolrun.tools._context import ProgressThrottle
 
 from .conftest import call
 from .test_content_results import png

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from toolrun import ErrorCode, ToolCall, ToolContext, ToolError, tool
 from toolrun.exceptions import ToolDefinitionError
-from toolrun.runtime import CacheStage
+from toolrun.runtime._stages import CacheStage
 
 from .conftest import call
 

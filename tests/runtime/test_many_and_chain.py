@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from toolrun import ErrorCode, ToolContext, tool
-from toolrun.runtime import ChainStep
+from toolrun.runtime._chain import ChainStep
 
 from .conftest import call
 

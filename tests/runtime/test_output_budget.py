@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from toolrun import Agent, ToolContext, ToolRegistry, ToolResult, tool
 from toolrun.exceptions import ToolDefinitionError
 from toolrun.models import FunctionModel, ModelResponse
-from toolrun.runtime import InMemoryArtifactStore, ToolExecutor
-from toolrun.tools import OutputBudget
+from toolrun.runtime import ToolExecutor
+from toolrun.runtime._budget import InMemoryArtifactStore
+from toolrun.tools._options import OutputBudget
 
 from .conftest import call
 

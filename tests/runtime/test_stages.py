@@ -6,15 +6,9 @@ import asyncio
 from typing import Any
 
 from toolrun import ErrorCode, Tool, ToolContext, ToolRegistry, ToolResult, tool
-from toolrun.runtime import (
-    CacheStage,
-    CallNext,
-    ConfirmationStage,
-    Invocation,
-    Middleware,
-    RateLimitStage,
-    ToolExecutor,
-)
+from toolrun.runtime import ToolExecutor
+from toolrun.runtime._invocation import CallNext, Invocation, Middleware
+from toolrun.runtime._stages import CacheStage, ConfirmationStage, RateLimitStage
 from toolrun.store import InMemoryCache, InMemoryRateLimitStore
 
 from .conftest import call

@@ -44,8 +44,8 @@ from toolrun.models import (
     ToolResultMessage,
     UserMessage,
     history_problems,
-    message_from_dict,
 )
+from toolrun.models._messages import message_from_dict
 from toolrun.server import Settings, create_app
 from toolrun.server._text import message_problem
 from toolrun.server.migrate import upgrade

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from toolrun._unicode import clean_json
-from toolrun.models import clean_text
+from toolrun.models._history import clean_text
 from toolrun.server._views import api_arguments
 
 TEXTS = [

@@ -13,8 +13,7 @@ from pydantic import BaseModel
 
 from toolrun import Tool, ToolContext, tool
 from toolrun.exceptions import ToolDefinitionError
-from toolrun.tools import NAME_PATTERN
-from toolrun.tools._tool import suggest_name
+from toolrun.tools._tool import NAME_PATTERN, suggest_name
 
 
 def test_the_name_rule_in_the_message_is_the_rule_enforced() -> None:

@@ -10,7 +10,8 @@ from pydantic import BaseModel
 
 from toolrun import ArgumentsError, SchemaError, Tool, ToolContext, ToolDefinitionError, ToolRegistry, tool
 from toolrun.exceptions import ToolExampleError
-from toolrun.tools import RateLimit, ToolExample, parse_rate_limit
+from toolrun.tools import RateLimit, ToolExample
+from toolrun.tools._options import parse_rate_limit
 
 
 def noop() -> None:

@@ -1,7 +1,7 @@
 """The agent loop: native tool calling and planner mode, pause and resume, streaming events."""
 
 from toolrun.agent._agent import Agent
-from toolrun.agent._boundary import CheckedCalls, OutputLimits, check_calls
+from toolrun.agent._boundary import OutputLimits
 from toolrun.agent._compact import CompactToolResults, HistoryPolicy
 from toolrun.agent._events import (
     AgentEvent,
@@ -12,27 +12,28 @@ from toolrun.agent._events import (
     ToolCallProgress,
     ToolCallStarted,
 )
-from toolrun.agent._extras import SEARCH_TOOL_NAME, PromptSource, loaded_tools, make_search_tool
-from toolrun.agent._planner import Plan, PlannedCall
+from toolrun.agent._extras import PromptSource, make_search_tool
 from toolrun.agent._run import (
     AgentRun,
     Approve,
     Deny,
     InvalidDecisionError,
     InvalidRunError,
-    PendingConfirmation,
+    PendingCall,
     RunSignatureError,
     RunStatus,
     ToolCallRecord,
 )
 
+# The run entry's old name, still imported by `toolrun.integrations.dbos`: not public (not in `__all__`);
+# remove once it imports `PendingCall`.
+PendingConfirmation = PendingCall
+
 __all__ = [
-    "SEARCH_TOOL_NAME",
     "Agent",
     "AgentEvent",
     "AgentRun",
     "Approve",
-    "CheckedCalls",
     "CompactToolResults",
     "ConfirmationRequired",
     "Deny",
@@ -40,9 +41,7 @@ __all__ = [
     "InvalidDecisionError",
     "InvalidRunError",
     "OutputLimits",
-    "PendingConfirmation",
-    "Plan",
-    "PlannedCall",
+    "PendingCall",
     "PromptSource",
     "RunFinished",
     "RunSignatureError",
@@ -52,7 +51,5 @@ __all__ = [
     "ToolCallProgress",
     "ToolCallRecord",
     "ToolCallStarted",
-    "check_calls",
-    "loaded_tools",
     "make_search_tool",
 ]

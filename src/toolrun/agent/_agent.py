@@ -50,7 +50,7 @@ from toolrun.agent._run import (
     AgentRun,
     Approve,
     Deny,
-    PendingConfirmation,
+    PendingCall,
     RunStatus,
     ToolCallRecord,
     check_decisions,
@@ -64,6 +64,7 @@ from toolrun.models import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    ModelTextDelta,
     ProviderError,
     StreamEvent,
     SystemMessage,
@@ -71,15 +72,16 @@ from toolrun.models import (
     UserMessage,
     infer_model,
 )
-from toolrun.models import TextDelta as ModelTextDelta
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ErrorCode, ToolResult
-from toolrun.runtime import ToolExecutor, _errors, canonical_json
+from toolrun.runtime import ToolExecutor, _errors
+from toolrun.runtime._audit import canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
 from toolrun.store import NO_USER
-from toolrun.store import PendingConfirmation as StoredConfirmation
-from toolrun.tools import ProgressThrottle, Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.store import PendingConfirmation as PendingConfirmation
+from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.tools._context import ProgressThrottle
 
 __all__ = ["Agent"]
 
@@ -363,7 +365,7 @@ class Agent:
                         f"The edited arguments for {pending.call.name!r} ({pending.confirmation_id}) were "
                         f"refused, nothing ran: {checked.error.render()}"
                     )
-        still_pending: list[PendingConfirmation] = []
+        still_pending: list[PendingCall] = []
         for pending in run.pending:
             decision = approvals.get(pending.confirmation_id)
             if decision is None:
@@ -404,7 +406,7 @@ class Agent:
         store holds (call, summary, arguments); the reason for refusing the resume, or None."""
         store = self.executor.confirmation.store
         principal = ctx.user_id or NO_USER
-        records: list[StoredConfirmation] = []
+        records: list[PendingConfirmation] = []
         for entry in run.pending:
             cid = entry.confirmation_id
             try:
@@ -458,7 +460,7 @@ class Agent:
         return None
 
     def _record_mismatch(
-        self, entry: PendingConfirmation, record: StoredConfirmation, run: AgentRun, ctx: ToolContext[Any]
+        self, entry: PendingCall, record: PendingConfirmation, run: AgentRun, ctx: ToolContext[Any]
     ) -> str | None:
         if record.run_id != run.run_id:
             return "was not issued for this run"
@@ -805,7 +807,7 @@ class Agent:
             if not work.done():
                 work.cancel()
                 await asyncio.wait({work})
-        pending: list[PendingConfirmation] = []
+        pending: list[PendingCall] = []
         for call, result in zip(calls, results, strict=True):
             run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))
             yield ToolCallFinished(call=call, result=result, step=step)
@@ -824,7 +826,7 @@ class Agent:
             return
         self._after_results(run, calls, results)
 
-    async def _pending_entry(self, run: AgentRun, call: ToolCall, result: ToolResult) -> PendingConfirmation:
+    async def _pending_entry(self, run: AgentRun, call: ToolCall, result: ToolResult) -> PendingCall:
         """The run's entry for a held call: summary and full arguments as the confirmation store has them."""
         cid = result.confirmation_id or ""
         summary = result.message or f"run {call.name}"
@@ -846,7 +848,7 @@ class Agent:
             preview = record.preview
             shown = record.metadata.get("arguments")
             arguments = dict(shown) if isinstance(shown, Mapping) else None
-        return PendingConfirmation(
+        return PendingCall(
             confirmation_id=cid, call=call, summary=summary, arguments=arguments, preview=preview
         )
 

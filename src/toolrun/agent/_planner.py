@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
-    "Plan",
     "PlanError",
     "PlannedCall",
+    "PlannerOutput",
     "answer_prompt",
     "parse_plan",
     "planner_prompt",
@@ -41,7 +41,7 @@ class PlannedCall(BaseModel):
     reason: str = ""
 
 
-class Plan(BaseModel):
+class PlannerOutput(BaseModel):
     """What the model intends: tool calls to make, or a question for the user."""
 
     model_config = ConfigDict(extra="forbid")
@@ -51,10 +51,14 @@ class Plan(BaseModel):
     input_request: str | None = None
 
     @model_validator(mode="after")
-    def _question_needs_text(self) -> Plan:
+    def _question_needs_text(self) -> PlannerOutput:
         if self.needs_user_input and not (self.input_request or "").strip():
             raise ValueError("needs_user_input is true, so input_request must say what to ask the user")
         return self
+
+
+# The old name, still imported by `toolrun.integrations.langgraph`; remove once it imports `PlannerOutput`.
+Plan = PlannerOutput
 
 
 class PlanError(ValueError):
@@ -80,13 +84,13 @@ def _json_object(text: str) -> Any:
     raise PlanError(f"the answer is not a JSON object ({last})")
 
 
-def parse_plan(text: str) -> Plan:
+def parse_plan(text: str) -> PlannerOutput:
     """Parse and validate a plan, or raise `PlanError` saying what is wrong."""
     data = _json_object(text)
     if not isinstance(data, dict):
         raise PlanError(f"the answer must be a JSON object, not {type(data).__name__}")
     try:
-        return Plan.model_validate(data)
+        return PlannerOutput.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or '(plan)'}: {e['msg']}"

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
 from toolrun.exceptions import ToolrunError
-from toolrun.models import Message, Usage, message_from_dict
+from toolrun.models import Message, Usage
+from toolrun.models._messages import message_from_dict
 from toolrun.results import ToolResult
 from toolrun.tools import ToolCall
 
@@ -29,7 +30,7 @@ __all__ = [
     "Deny",
     "InvalidDecisionError",
     "InvalidRunError",
-    "PendingConfirmation",
+    "PendingCall",
     "RunSignatureError",
     "RunStatus",
     "ToolCallRecord",
@@ -231,7 +232,7 @@ class ToolCallRecord:
 
 
 @dataclass(kw_only=True, slots=True)
-class PendingConfirmation:
+class PendingCall:
     """A call that waits for a person: approve or deny it by `confirmation_id` in `Agent.resume`.
 
     Filled from the executor's confirmation store when the run pauses, and again (from the store, not
@@ -266,7 +267,7 @@ class PendingConfirmation:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, _where: str = "pending") -> PendingConfirmation:
+    def from_dict(cls, data: Mapping[str, Any], *, _where: str = "pending") -> PendingCall:
         """Rebuild an entry from `to_dict()` output; `InvalidRunError` names the field that is wrong."""
         data = _object(data, _where)
         return cls(
@@ -323,7 +324,7 @@ class AgentRun:
     """Model turns taken."""
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     """Every tool call and its result, in order."""
-    pending: list[PendingConfirmation] = field(default_factory=list)
+    pending: list[PendingCall] = field(default_factory=list)
     """Calls awaiting a person's decision (with `awaiting_confirmation`)."""
     batch: list[ToolCall] = field(default_factory=list)
     """The calls of the turn that paused, in the model's order (their results go back together)."""
@@ -402,7 +403,7 @@ class AgentRun:
             output=_get(data, "", "output", (str, type(None)), None),
             steps=_get(data, "", "steps", int, 0),
             tool_calls=_items(data, "tool_calls", lambda d, w: ToolCallRecord.from_dict(d, _where=w)),
-            pending=_items(data, "pending", lambda d, w: PendingConfirmation.from_dict(d, _where=w)),
+            pending=_items(data, "pending", lambda d, w: PendingCall.from_dict(d, _where=w)),
             batch=_items(data, "batch", _call),
             usage=parsed_usage,
             error=_get(data, "", "error", (str, type(None)), None),

@@ -26,19 +26,15 @@ From the shell: `toolrun mcp serve module:registry [--http --host --port]` or `p
 
 from toolrun.mcp._client import MCPToolset, import_tools
 from toolrun.mcp._http import MCPHTTPEndpoint, PrincipalResolver, create_http_app, mount_mcp
-from toolrun.mcp._server import PRINCIPAL_SCOPE_KEY, ToolrunMCPServer, create_server, serve_stdio
-from toolrun.mcp._tasks import TASKS_EXTENSION, MemoryTaskStore, TaskStore
-from toolrun.mcp._tasks_client import TasksExtension
+from toolrun.mcp._server import ToolrunMCPServer, create_server, serve_stdio
+from toolrun.mcp._tasks import MCPTaskStore, MemoryTaskStore
 
 __all__ = [
-    "PRINCIPAL_SCOPE_KEY",
-    "TASKS_EXTENSION",
     "MCPHTTPEndpoint",
+    "MCPTaskStore",
     "MCPToolset",
     "MemoryTaskStore",
     "PrincipalResolver",
-    "TaskStore",
-    "TasksExtension",
     "ToolrunMCPServer",
     "create_http_app",
     "create_server",

@@ -44,7 +44,7 @@ from pydantic_core import to_jsonable_python
 
 from toolrun.formats.mcp import MCPFormat
 from toolrun.mcp import _confirm, _tasks, _tasks_legacy
-from toolrun.mcp._tasks import MemoryTaskStore, TaskStore
+from toolrun.mcp._tasks import MCPTaskStore, MemoryTaskStore
 from toolrun.registry import ToolSet
 from toolrun.results import ToolResult
 from toolrun.runtime import ToolExecutor
@@ -86,7 +86,7 @@ class ToolrunMCPServer(Server[Any]):
     """The executor every call goes through."""
     principal: ToolContext[Any]
     """Who calls when the transport does not say (stdio, in-memory, HTTP without a resolver)."""
-    tasks: TaskStore | None
+    tasks: MCPTaskStore | None
     """Where background tools called as MCP tasks run and are kept (None: tasks are off)."""
 
     def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
@@ -129,7 +129,7 @@ def create_server(
     version: str | None = None,
     instructions: str | None = None,
     clock: Callable[[], float] = time.time,
-    tasks: TaskStore | bool = True,
+    tasks: MCPTaskStore | bool = True,
 ) -> ToolrunMCPServer:
     """An MCP server for `registry` whose calls all run through `executor`'s gates.
 
@@ -158,7 +158,7 @@ def create_server(
         from toolrun import __version__
 
         version = __version__
-    store: TaskStore | None = MemoryTaskStore() if tasks is True else (None if tasks is False else tasks)
+    store: MCPTaskStore | None = MemoryTaskStore() if tasks is True else (None if tasks is False else tasks)
     handlers = _Handlers(registry, executor, principal, clock, store)
     server = ToolrunMCPServer(
         name, version=version, instructions=instructions, get_tool_input_schema=handlers.input_schema
@@ -198,7 +198,7 @@ class _Handlers:
         executor: ToolExecutor,
         principal: ToolContext[Any],
         clock: Callable[[], float],
-        tasks: TaskStore | None = None,
+        tasks: MCPTaskStore | None = None,
     ) -> None:
         self.tasks = tasks
         self.registry = registry
@@ -393,7 +393,7 @@ class _Handlers:
             return _render(_tasks.too_many_tasks(call, store), tool, ctx.protocol_version)
         return _tasks.create_task_result(record, store)
 
-    async def _task(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> tuple[TaskStore, str]:
+    async def _task(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> tuple[MCPTaskStore, str]:
         """The caller's task, after the checks every `tasks/*` request gets (*Error Handling*)."""
         store = self.tasks
         if store is None:

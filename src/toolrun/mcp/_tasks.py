@@ -57,9 +57,9 @@ from toolrun.tools import ToolCall, ToolContext
 
 __all__ = [
     "TASKS_EXTENSION",
+    "MCPTaskStore",
     "MemoryTaskStore",
     "TaskIdParams",
-    "TaskStore",
     "TaskUpdateParams",
     "check_routing_header",
     "create_task_result",
@@ -79,7 +79,7 @@ MAX_TASK_ID = 128
 _FINAL = frozenset({"completed", "failed", "cancelled"})
 
 
-class TaskStore(Protocol):
+class MCPTaskStore(Protocol):
     """Where MCP tasks run and are kept: `MemoryTaskStore` (this process), or a durable one such as
     `toolrun.integrations.dbos.DurableTasks` (jobs that survive restarts).
 
@@ -352,7 +352,7 @@ def _status(record: Mapping[str, Any]) -> str:
 
 def task_fields(
     record: Mapping[str, Any],
-    store: TaskStore,
+    store: MCPTaskStore,
     status: str,
     *,
     ttl_key: str = "ttlMs",
@@ -374,7 +374,7 @@ def task_fields(
     return out
 
 
-def _task_fields(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
+def _task_fields(record: Mapping[str, Any], store: MCPTaskStore) -> dict[str, Any]:
     """The `Task` fields (*Tasks*)."""
     return task_fields(record, store, _status(record))
 
@@ -393,13 +393,13 @@ def _status_message(record: Mapping[str, Any], status: str) -> str | None:
     return None
 
 
-def create_task_result(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
+def create_task_result(record: Mapping[str, Any], store: MCPTaskStore) -> dict[str, Any]:
     """The `CreateTaskResult` answering a `tools/call` (*Task Creation*: `resultType: "task"`)."""
     return {"resultType": "task", **_task_fields(record, store)}
 
 
 async def detailed_task(
-    record: Mapping[str, Any], store: TaskStore, render: Callable[[ToolResult], dict[str, Any]]
+    record: Mapping[str, Any], store: MCPTaskStore, render: Callable[[ToolResult], dict[str, Any]]
 ) -> dict[str, Any]:
     """The `GetTaskResult` (*Task Polling*: `DetailedTask`, `resultType: "complete"`): the final
     `CallToolResult` inlined when completed (`render` writes it), the JSON-RPC error when failed."""
@@ -421,7 +421,7 @@ async def detailed_task(
     return out
 
 
-def too_many_tasks(call: ToolCall, store: TaskStore) -> ToolResult:
+def too_many_tasks(call: ToolCall, store: MCPTaskStore) -> ToolResult:
     """The tool error for a call refused because the caller has too many tasks running."""
     from toolrun.runtime import _errors
 

@@ -34,7 +34,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from toolrun.mcp._tasks import TaskStore, task_fields, task_not_found
+from toolrun.mcp._tasks import MCPTaskStore, task_fields, task_not_found
 from toolrun.results import ToolResult
 
 __all__ = [
@@ -85,13 +85,13 @@ def status(record: Mapping[str, Any]) -> str:
     return "working" if value == "running" else value if value in _TERMINAL else "working"
 
 
-def legacy_task(record: Mapping[str, Any], store: TaskStore) -> dict[str, Any]:
+def legacy_task(record: Mapping[str, Any], store: MCPTaskStore) -> dict[str, Any]:
     """The 2025-11-25 `Task`."""
     return task_fields(record, store, status(record), ttl_key="ttl", poll_key="pollInterval")
 
 
 async def legacy_result(
-    store: TaskStore,
+    store: MCPTaskStore,
     task_id: str,
     user: str,
     render: Callable[[ToolResult], dict[str, Any]],
@@ -122,7 +122,7 @@ async def legacy_result(
 
 def list_page(
     records: Sequence[Mapping[str, Any]],
-    store: TaskStore,
+    store: MCPTaskStore,
     user: str,
     cursor: str | None,
     digest: Callable[[bytes], str],

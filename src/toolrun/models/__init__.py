@@ -23,8 +23,11 @@ from toolrun.models._errors import (
     ScriptExhaustedError,
     UnknownModelError,
 )
-from toolrun.models._fake import ResponseLike
-from toolrun.models._history import clean_text, history_problems, repair_history
+from toolrun.models._history import clean_text as clean_text  # not public; server/ still imports it from here
+from toolrun.models._history import history_problems
+from toolrun.models._history import (
+    repair_history as repair_history,  # not public; server/ still imports it from here
+)
 from toolrun.models._infer import infer_model
 from toolrun.models._messages import (
     AssistantMessage,
@@ -34,23 +37,29 @@ from toolrun.models._messages import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    ModelTextDelta,
     StreamEvent,
     SystemMessage,
-    TextDelta,
     ToolCallDelta,
     ToolCallReady,
     ToolChoice,
     ToolResultMessage,
     Usage,
     UserMessage,
-    message_from_dict,
     messages_from_json,
     messages_to_json,
+)
+from toolrun.models._messages import (
+    message_from_dict as message_from_dict,  # not public; server/ still imports it from here
 )
 from toolrun.models.anthropic import AnthropicModel
 from toolrun.models.function import FunctionModel
 from toolrun.models.openai import OpenAIModel
 from toolrun.models.scripted import ScriptedModel
+
+# The stream delta's old name, still imported by `toolrun.integrations._dbos_steps`: not public (not in
+# `__all__`); remove once it imports `ModelTextDelta`.
+TextDelta = ModelTextDelta
 
 __all__ = [
     "AnthropicModel",
@@ -63,6 +72,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "ModelTextDelta",
     "OpenAIModel",
     "ProviderAuthError",
     "ProviderBadRequestError",
@@ -71,13 +81,11 @@ __all__ = [
     "ProviderResponseError",
     "ProviderStreamError",
     "ProviderUnavailableError",
-    "ResponseLike",
     "RetryPolicy",
     "ScriptExhaustedError",
     "ScriptedModel",
     "StreamEvent",
     "SystemMessage",
-    "TextDelta",
     "ToolCallDelta",
     "ToolCallReady",
     "ToolChoice",
@@ -85,11 +93,8 @@ __all__ = [
     "UnknownModelError",
     "Usage",
     "UserMessage",
-    "clean_text",
     "history_problems",
     "infer_model",
-    "message_from_dict",
     "messages_from_json",
     "messages_to_json",
-    "repair_history",
 ]

@@ -13,8 +13,8 @@ from toolrun.models._messages import (
     FinalResponse,
     Message,
     ModelResponse,
+    ModelTextDelta,
     StreamEvent,
-    TextDelta,
     ToolCallDelta,
     ToolCallReady,
     Usage,
@@ -82,7 +82,7 @@ def with_usage(messages: Sequence[Message], response: ModelResponse) -> ModelRes
 
 def synthesize_stream(response: ModelResponse) -> list[StreamEvent]:
     """The events a streaming provider would send for `response`: words, then each call, then the end."""
-    events: list[StreamEvent] = [TextDelta(text=piece) for piece in _WORDS.findall(response.text)]
+    events: list[StreamEvent] = [ModelTextDelta(text=piece) for piece in _WORDS.findall(response.text)]
     for index, call in enumerate(response.tool_calls):
         events.append(
             ToolCallDelta(

@@ -40,9 +40,9 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "ModelTextDelta",
     "StreamEvent",
     "SystemMessage",
-    "TextDelta",
     "ToolCallDelta",
     "ToolCallReady",
     "ToolChoice",
@@ -450,7 +450,7 @@ class ModelResponse:
 
 
 @dataclass(kw_only=True, slots=True)
-class TextDelta:
+class ModelTextDelta:
     """A piece of the model's text, in order."""
 
     kind: ClassVar[Literal["text_delta"]] = "text_delta"
@@ -489,5 +489,5 @@ class FinalResponse:
     response: ModelResponse
 
 
-StreamEvent: TypeAlias = TextDelta | ToolCallDelta | ToolCallReady | FinalResponse
+StreamEvent: TypeAlias = ModelTextDelta | ToolCallDelta | ToolCallReady | FinalResponse
 """What `Model.stream()` yields: deltas, calls as they complete, then exactly one `FinalResponse`."""

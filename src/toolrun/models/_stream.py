@@ -11,7 +11,7 @@ from typing import Any
 from toolrun.models._messages import (
     FinishReason,
     ModelResponse,
-    TextDelta,
+    ModelTextDelta,
     ToolCallDelta,
     ToolCallReady,
     Usage,
@@ -68,9 +68,9 @@ class StreamAssembler:
     def has_calls(self) -> bool:
         return bool(self._calls)
 
-    def text(self, piece: str) -> TextDelta:
+    def text(self, piece: str) -> ModelTextDelta:
         self._text.append(piece)
-        return TextDelta(text=piece)
+        return ModelTextDelta(text=piece)
 
     def tool_fragment(
         self, key: Any, *, id: str | None = None, name: str | None = None, arguments: str | None = None

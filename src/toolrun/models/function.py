@@ -9,8 +9,8 @@ def answer(messages: list[Message], tools: list[Tool]) -> ResponseLike:
 model = FunctionModel(answer)             # sync or async functions
 ```
 
-A stream function (`stream_function=`) yields text pieces (`str` or `TextDelta`) and `ToolCallDelta`s; the
-model reassembles them (fragments of a call are joined by `index`) into the `FinalResponse`. With only a
+A stream function (`stream_function=`) yields text pieces (`str` or `ModelTextDelta`) and `ToolCallDelta`s;
+the model reassembles them (fragments of a call are joined by `index`) into the `FinalResponse`. With only a
 function, `stream()` synthesises deltas from its response; with only a stream function, `request()`
 collects the stream.
 """
@@ -28,8 +28,8 @@ from toolrun.models._messages import (
     Message,
     ModelRequest,
     ModelResponse,
+    ModelTextDelta,
     StreamEvent,
-    TextDelta,
     ToolCallDelta,
     UserMessage,
 )
@@ -41,7 +41,7 @@ __all__ = ["FunctionModel", "ModelFunction", "StreamFunction", "echo"]
 ModelFunction: TypeAlias = Callable[[list[Message], list[Tool]], ResponseLike | Awaitable[ResponseLike]]
 """`fn(messages, tools)` → a response (str, ToolCall, list of ToolCalls, ModelResponse); sync or async."""
 StreamFunction: TypeAlias = Callable[
-    [list[Message], list[Tool]], AsyncIterator[str | TextDelta | ToolCallDelta]
+    [list[Message], list[Tool]], AsyncIterator[str | ModelTextDelta | ToolCallDelta]
 ]
 """`fn(messages, tools)` → an async iterator of text pieces and `ToolCallDelta`s."""
 
@@ -119,14 +119,16 @@ class FunctionModel:
             if isinstance(piece, str):
                 if piece:
                     yield assembler.text(piece)
-            elif isinstance(piece, TextDelta):
+            elif isinstance(piece, ModelTextDelta):
                 yield assembler.text(piece.text)
             elif isinstance(piece, ToolCallDelta):
                 yield assembler.tool_fragment(
                     piece.index, id=piece.id, name=piece.name, arguments=piece.arguments_delta
                 )
             else:
-                raise TypeError(f"A stream function yields str, TextDelta or ToolCallDelta, not {piece!r}.")
+                raise TypeError(
+                    f"A stream function yields str, ModelTextDelta or ToolCallDelta, not {piece!r}."
+                )
         for ready in assembler.finish_all():
             yield ready
         yield FinalResponse(response=with_usage(request.messages, assembler.response()))

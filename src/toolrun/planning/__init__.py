@@ -14,21 +14,12 @@ Session(run.state)[Plan].latest()           # the plan the model made (also in r
 See docs/planning.md for the rules of the tools.
 """
 
-from toolrun.planning._plan import MAX_TEXT, Plan, PlanStatus, PlanStep, StepStatus
+from toolrun.planning._plan import Plan, PlanStatus, PlanStep, StepStatus
 from toolrun.planning._section import STRATEGIES, Strategy, planning_section, render_current_plan
 from toolrun.planning._session import Channel, Kind, Session, register_kind
-from toolrun.planning._tools import (
-    PLANNING_TOOL_NAMES,
-    planning_add_step,
-    planning_read_plan,
-    planning_setup_plan,
-    planning_tools,
-    planning_update_step,
-)
+from toolrun.planning._tools import planning_tools
 
 __all__ = [
-    "MAX_TEXT",
-    "PLANNING_TOOL_NAMES",
     "STRATEGIES",
     "Channel",
     "Kind",
@@ -38,12 +29,8 @@ __all__ = [
     "Session",
     "StepStatus",
     "Strategy",
-    "planning_add_step",
-    "planning_read_plan",
     "planning_section",
-    "planning_setup_plan",
     "planning_tools",
-    "planning_update_step",
     "register_kind",
     "render_current_plan",
 ]

@@ -37,51 +37,31 @@ for INFO, no audit sink, no OpenTelemetry SDK provider). Events, audit records a
 argument values, results or messages; logged exceptions keep their type and stack, not their message.
 """
 
-from toolrun.runtime._audit import AuditRecord, AuditSink, InMemoryAuditSink, canonical_json
+from toolrun.runtime._audit import AuditRecord, AuditSink, InMemoryAuditSink
 from toolrun.runtime._audit_file import JSONLinesAuditSink
-from toolrun.runtime._budget import Artifact, ArtifactStore, InMemoryArtifactStore, read_result_tool
-from toolrun.runtime._chain import ChainStep
 from toolrun.runtime._events import (
     ConfirmationRequested,
     ConfirmationResolved,
-    EventBus,
     ToolEvent,
     ToolFinished,
     ToolRetrying,
     ToolStarted,
 )
 from toolrun.runtime._executor import ToolExecutor
-from toolrun.runtime._invocation import CallNext, Invocation, Middleware
 from toolrun.runtime._process import ProcessIsolation
-from toolrun.runtime._run import RunStage
-from toolrun.runtime._stages import CacheStage, ConfirmationStage, RateLimitStage, summarize_call
+from toolrun.store import Artifact as Artifact  # not public (toolrun.store's); server/ imports it here
 
 __all__ = [
-    "Artifact",
-    "ArtifactStore",
     "AuditRecord",
     "AuditSink",
-    "CacheStage",
-    "CallNext",
-    "ChainStep",
     "ConfirmationRequested",
     "ConfirmationResolved",
-    "ConfirmationStage",
-    "EventBus",
-    "InMemoryArtifactStore",
     "InMemoryAuditSink",
-    "Invocation",
     "JSONLinesAuditSink",
-    "Middleware",
     "ProcessIsolation",
-    "RateLimitStage",
-    "RunStage",
     "ToolEvent",
     "ToolExecutor",
     "ToolFinished",
     "ToolRetrying",
     "ToolStarted",
-    "canonical_json",
-    "read_result_tool",
-    "summarize_call",
 ]

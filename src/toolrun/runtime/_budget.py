@@ -25,7 +25,8 @@ from typing import Any
 
 from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.store import Artifact, ArtifactStore, InMemoryArtifactStore
-from toolrun.tools import OutputBudget, Tool, ToolContext
+from toolrun.tools import Tool, ToolContext
+from toolrun.tools._options import OutputBudget
 
 __all__ = [
     "READ_RESULT",

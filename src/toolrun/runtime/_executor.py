@@ -72,7 +72,8 @@ from toolrun.store import (
     PendingConfirmation,
     RateLimitStore,
 )
-from toolrun.tools import OutputBudget, RateLimit, Tool, ToolBudget, ToolCall, ToolContext, parse_rate_limit
+from toolrun.tools import RateLimit, Tool, ToolBudget, ToolCall, ToolContext
+from toolrun.tools._options import OutputBudget, parse_rate_limit
 
 __all__ = ["ToolExecutor"]
 
@@ -112,7 +113,8 @@ class ToolExecutor:
     Args:
         registry: The tools (a `ToolRegistry` or any view of one).
         middleware: Your own stages, run in order after validation and before the built-in gates
-            (see `toolrun.runtime.Middleware`).
+            (objects with `async __call__(inv, call_next)`; the protocol is `toolrun.runtime._invocation`'s
+            `Middleware`, not public while its `Invocation` is not).
         confirmations: Where pending confirmations wait (default: in memory).
         rate_limits: Token buckets for tools with a `rate_limit` (default: in memory).
         cache: Result cache for tools with a `cache_ttl` (default: in memory, 1024 entries).

@@ -41,7 +41,8 @@ from typing import Any
 from toolrun.content import CONTENT_TYPES, ToolOutput
 from toolrun.results import ErrorCode, ToolError
 from toolrun.runtime._convert import ResultNotJSON, json_safe
-from toolrun.tools import ProgressThrottle, ToolContext
+from toolrun.tools import ToolContext
+from toolrun.tools._context import ProgressThrottle
 
 __all__ = ["PARTIAL_TEXT_CHARS", "PARTIAL_VALUE_CHARS", "drain", "partial_text", "partial_value"]
 

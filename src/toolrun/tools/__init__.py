@@ -1,23 +1,24 @@
 """Defining tools: `@tool`, `Tool.from_function`, `Tool.from_schema`, `Tool` subclasses, and their options."""
 
-from toolrun.tools._context import ProgressThrottle, ToolBudget, ToolCall, ToolContext
+from toolrun.tools._context import (
+    ProgressThrottle as ProgressThrottle,  # not public; still imported from here by other parts
+)
+from toolrun.tools._context import ToolBudget, ToolCall, ToolContext
 from toolrun.tools._decorator import tool
 from toolrun.tools._lenient import SchemaChange
 from toolrun.tools._options import (
-    OutputBudget,
-    RateLimit,
-    ToolExample,
-    ToolOptions,
-    ToolOptionsKwargs,
-    parse_rate_limit,
+    OutputBudget as OutputBudget,  # not public; still imported from here by other parts
 )
-from toolrun.tools._tool import NAME_PATTERN, PROVIDER_NAME_PATTERN, Tool
+from toolrun.tools._options import RateLimit, ToolExample, ToolOptions, ToolOptionsKwargs
+from toolrun.tools._tool import (
+    NAME_PATTERN as NAME_PATTERN,  # not public; still imported from here by other parts
+)
+from toolrun.tools._tool import (
+    PROVIDER_NAME_PATTERN as PROVIDER_NAME_PATTERN,  # not public; still imported from here by other parts
+)
+from toolrun.tools._tool import Tool
 
 __all__ = [
-    "NAME_PATTERN",
-    "PROVIDER_NAME_PATTERN",
-    "OutputBudget",
-    "ProgressThrottle",
     "RateLimit",
     "SchemaChange",
     "Tool",
@@ -27,6 +28,5 @@ __all__ = [
     "ToolExample",
     "ToolOptions",
     "ToolOptionsKwargs",
-    "parse_rate_limit",
     "tool",
 ]
