@@ -26,12 +26,11 @@ Two engines rank, the same way up to their stemmers and BM25 variants:
   tool doc: a currency's or a unit's name also searches "currency" or "unit" (`SYNONYMS`); written after a
   number it is a value, weighed less (`VALUE_WEIGHT`); a value asked in another of its kind ("100 euro in
   USD") searches "convert" and the kind; derived forms the stemmer leaves apart ("conversion" / "convert",
-  `_DERIVATIONS`) are searched too. It scores every sentence of a question in one pass, feedback included:
-  well under a millisecond for a question of a page over a couple of thousand tools.
+  `_DERIVATIONS`) are searched too. It scores every sentence of a question in one pass, feedback included
+  (timings: bench/README.md, "Tool search").
 * ``"fts5"``: SQLite's FTS5 full-text engine (in the standard library: no extra dependency) with its
   `bm25()` column weights and the Porter stemmer, without feedback. Its cost grows with the number of
-  tools sharing a word with the question: a few milliseconds for a long question over a couple of thousand
-  tools.
+  tools sharing a word with the question.
 
 ``ToolIndex(tools)`` uses bm25s when it is installed, FTS5 otherwise.
 

@@ -137,8 +137,9 @@ def _oai(name: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-# Request shapes the APIs answered (our own minimal requests, mirroring recorded ones; see the rules in
-# toolrun/formats/_check_tool_sets.py for the recordings): (provider, tools, errors, warnings).
+# Request shapes the APIs answered (our own minimal requests, mirroring recorded ones; see `split_tools` in
+# toolrun/formats/_check_openai.py and _check_anthropic.py for the recordings):
+# (provider, tools, errors, warnings).
 ACCEPTED_SHAPES = [
     # Anthropic 200: a loader tool, a deferred tool, no tool search tool; the loader's tool result returns a
     # `tool_reference` block and the model then calls the deferred tool.

@@ -55,8 +55,7 @@ from typing import Any
 
 from toolrun.exceptions import UnknownFormatError
 from toolrun.formats._base import ToolCallParseError, ToolNames, WireFormat
-from toolrun.formats._check import Violation, check, check_request
-from toolrun.formats._check_results import check_result
+from toolrun.formats._check import Violation, check, check_request, check_result
 from toolrun.formats.anthropic import AnthropicFormat
 from toolrun.formats.gemini import GeminiFormat
 from toolrun.formats.mcp import MCPFormat

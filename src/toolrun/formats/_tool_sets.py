@@ -1,7 +1,7 @@
 """Large tool sets the provider's way: deferred loading, tool search, namespaces, per-request subsets.
 
 Providers now load tools on demand, so a request can carry hundreds of tools without paying for every
-schema on every turn. What each API takes (checked by `check_request`, rules in `_check_tool_sets`):
+schema on every turn. What each API takes (checked by `check_request`, rules in `_check_<provider>`):
 
 - defer a tool: `"defer_loading": true` on the function (OpenAI Responses) or the tool (Anthropic);
 - the search that loads them: the hosted `{"type": "tool_search"}` (OpenAI Responses), the server tools

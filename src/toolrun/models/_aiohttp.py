@@ -3,7 +3,7 @@
 `HTTPClient` (httpx) spends most of a streamed request's CPU in httpcore: its HTTP/1.1 state machine over
 anyio (a lock and cancel scopes per step, an event object per h11 event), `aiter_lines` over decoded text
 and the pool's scan of its connections. aiohttp parses responses in C, runs on asyncio's own transports
-and keeps released connections in a LIFO queue per origin, so a request costs about a third of the CPU
+and keeps released connections in a LIFO queue per origin, so a request costs far less CPU
 (bench/README.md, "Model client on aiohttp"). The rest is the same as `HTTPClient`: msgspec on both ends,
 the stream's `data:` lines split on bytes and decoded without a text copy, the same `ProviderError`s
 (`_errors.error_from_status`), a stream read to its end when closed so its connection is reused.

@@ -5,10 +5,10 @@ more than the whole rest of the executor. This sink does almost nothing on the c
 appends the record (content-free by construction: see `AuditRecord`) to a queue. What is queued is
 encoded in one go (one msgspec call) and appended to the file with one `write` by a writer thread:
 
-* as soon as `batch` records are waiting (the `write()` that fills a batch encodes it, in the caller's
-  thread: one C call, ≈75 µs for 256 records, while they are still in that CPU's cache; the writer thread
-  is woken once and only makes the system call — encoding there cost more CPU, in GIL hand-overs and
-  cross-core traffic),
+* as soon as `batch` records are waiting (the `write()` that fills a batch encodes it in the caller's
+  thread, in one C call, while the records are still in that CPU's cache; the writer thread is woken once
+  and only makes the system call, since encoding there costs more CPU in GIL hand-overs and cross-core
+  traffic: bench/README.md, "msgspec records, batches encoded by the call that fills them"),
 * every `flush_interval` seconds (so a quiet service still writes within that time),
 * on `flush()` and `close()` (both return once everything queued before them is written),
 * at interpreter exit, for sinks still open (the exit handler is registered when the first sink opens,
