@@ -163,7 +163,7 @@ def test_public_surface() -> None:
             "ProviderResponseError",
             "ProviderStreamError",
             "ProviderUnavailableError",
-                "RetryPolicy",
+            "RetryPolicy",
             "ScriptExhaustedError",
             "ScriptedModel",
             "StreamEvent",
@@ -176,11 +176,11 @@ def test_public_surface() -> None:
             "UnknownModelError",
             "Usage",
             "UserMessage",
-                "history_problems",
+            "history_problems",
             "infer_model",
-                "messages_from_json",
+            "messages_from_json",
             "messages_to_json",
-            ]
+        ]
     )
     for name in toolrun.models.__all__:
         assert hasattr(toolrun.models, name)
