@@ -45,9 +45,11 @@ def audit_call_id(call_id: Any) -> str:
     A call id is written by whoever calls the executor (a model through MCP or LangGraph, a client): a
     short one is no less their text than a long one. In its hashed form it cannot carry content or break
     the `key=value` line (`x outcome=ok`, a newline) or a column, and two records of one call still
-    correlate.
+    correlate. An empty id (a decision on a confirmation that names no call) stays empty.
     """
-    if type(call_id) is str and 0 < len(call_id) <= 64 and call_id.isascii():  # the common case, fast
+    if call_id == "":
+        return ""
+    if type(call_id) is str and len(call_id) <= 64 and call_id.isascii():  # the common case, fast
         rest = call_id.replace("_", "").replace("-", "")
         if not rest or rest.isalnum():
             return call_id
