@@ -233,7 +233,7 @@ def test_planner_mode_is_refused() -> None:
         DurableAgent(ScriptedModel(["x"]), ToolRegistry(), name="p", mode="planner")
 
 
-async def test_a_second_agent_of_a_name_in_use_is_refused(dbos_sqlite: None) -> None:
+async def test_a_second_agent_of_a_name_in_use_is_refused(dbos_db: None) -> None:
     """The name routes the workflow: a second agent of a name in use is an error, and the first keeps its
     runs; once the first is dropped (its app gone), the name is free for a new agent."""
     first = _agent("dup_a", ["from the first"], [], [])
@@ -248,6 +248,12 @@ async def test_a_second_agent_of_a_name_in_use_is_refused(dbos_sqlite: None) -> 
     third = _agent("dup_a", ["from the third"], [], [])
     run = await third.run("hi", context=ToolContext(user_id="u1"))
     assert run.output == "from the third"
+    third.release()  # as the service does when its app shuts down: the name is free though `third` lives
+    fourth = _agent("dup_a", ["from the fourth"], [], [])
+    assert (await fourth.run("hi", context=ToolContext(user_id="u1"))).output == "from the fourth"
+    third.release()  # no longer the holder: nothing happens
+    with pytest.raises(DurableAgentExistsError):
+        _agent("dup_a", ["from a fifth"], [], [])
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -531,6 +531,12 @@ class DurableAgent(Agent):
         await DBOS.send_async(run_id, decision, _DECISION)
         return seq
 
+    def release(self) -> None:
+        """Give up this agent's name in the process (its runs are no longer recovered here), so that a new
+        `DurableAgent` may take it; the service calls it when its app shuts down. Idempotent."""
+        if _AGENTS.get(self.name) is self:
+            del _AGENTS[self.name]
+
     async def run(
         self, message: str | Sequence[Message], *, context: ToolContext[Any] | None = None
     ) -> AgentRun:

@@ -49,6 +49,7 @@ class DurableRuntime:
         else:
             self.executor_id = f"{socket.gethostname()}-{os.getpid()}"
         self._lease: ExecutorLease | None = None
+        self._agent: DurableAgent | None = None
         if settings.is_sqlite:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.jobs = JobStore(
@@ -57,7 +58,8 @@ class DurableRuntime:
 
     def agent(self, *args: Any, **kwargs: Any) -> DurableAgent:
         """The chat agent (`Agent`'s arguments), its recovered runs stored by `store_recovered`."""
-        return DurableAgent(*args, name="chat", on_state=self.store_recovered, jobs=self.jobs, **kwargs)
+        self._agent = DurableAgent(*args, name="chat", on_state=self.store_recovered, jobs=self.jobs, **kwargs)
+        return self._agent
 
     def bind(self, service: ChatService) -> None:
         self.service = service
@@ -78,6 +80,8 @@ class DurableRuntime:
 
         if self._lease is not None:
             self._lease.stop()
+        if self._agent is not None:
+            self._agent.release()  # the name "chat" is free for the next app of this process
         DBOS.destroy()
         self.jobs.close()
 
