@@ -269,6 +269,9 @@ async def test_a_cancelled_blocking_job_holds_its_place_until_its_thread_has_sto
     said = next(m["content"] for m in reversed(refused["messages"]) if m["role"] == "tool")
     assert "Too many background jobs" in said
     assert [j["id"] for j in (await alice.get("/api/v1/jobs")).json()["jobs"]] == [job_id]
+    # The job's runner reads the cancel from the store every quarter of a second (it may run in another
+    # process): a thread released before it has read it ends the job as it finished. Give it four reads.
+    await asyncio.sleep(1.0)
     RELEASE["d1"].set()  # the thread returns: only now has the job stopped
 
     async def ended() -> Any:
