@@ -524,3 +524,92 @@ async def test_the_handler_is_called_directly_only_when_invoke_would_do_just_tha
     assert (await ex.execute(call("doubled", {"a": 1, "b": 2}), ctx)).value == 6
     assert (await ex.execute(call("patched", {"a": 1, "b": 2}), ctx)).value == 9
     assert (await ex.execute(call("minus", {"a": 5, "b": 2}), ctx)).value == 3
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A pool of their own (background jobs: `worker_threads(pool)`)
+
+
+async def test_calls_in_a_pool_of_their_own_leave_the_executors_threads_free_and_queue_without_a_time_box(
+    make_executor: Any, gate: threading.Event
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolrun.runtime._run import worker_threads
+
+    holding = threading.Event()
+    quick_ran = threading.Event()
+
+    @tool(timeout=30)
+    def hold() -> str:
+        """Block until the gate opens."""
+        holding.set()
+        gate.wait(10)
+        return "held"
+
+    @tool(timeout=0.05)
+    def quick() -> str:
+        """Answer at once."""
+        quick_ran.set()
+        return "quick"
+
+    ex = make_executor(hold, quick, thread_pool_size=1)
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        with worker_threads(pool) as threads:
+            held = asyncio.ensure_future(ex.execute(call("hold")))
+            queued = asyncio.ensure_future(ex.execute(call("quick")))
+        await asyncio.to_thread(holding.wait, 5)
+        # the job pool's only thread is taken; the executor's only thread is not
+        assert (await ex.execute(call("quick"))).value == "quick"
+        quick_ran.clear()
+        await asyncio.sleep(0.3)  # past the queued call's time box: it still waits for its thread
+        assert not queued.done() and not quick_ran.is_set()
+        gate.set()
+        assert (await held).value == "held"
+        assert (await queued).value == "quick"  # its time box started with its thread
+        assert len(threads) == 2 and all(work.done() for work in threads)
+    finally:
+        gate.set()
+        pool.shutdown(wait=True)
+
+
+async def test_a_call_cancelled_while_it_waits_for_a_thread_of_its_pool_never_runs(
+    make_executor: Any, gate: threading.Event
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolrun.runtime._run import worker_threads
+
+    holding = threading.Event()
+    ran: list[str] = []
+
+    @tool(timeout=30)
+    def hold() -> str:
+        """Block until the gate opens."""
+        holding.set()
+        gate.wait(10)
+        return "held"
+
+    @tool
+    def note() -> str:
+        """Write a note."""
+        ran.append("note")
+        return "noted"
+
+    ex = make_executor(hold, note)
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        with worker_threads(pool):
+            held = asyncio.ensure_future(ex.execute(call("hold")))
+            queued = asyncio.ensure_future(ex.execute(call("note")))
+        await asyncio.to_thread(holding.wait, 5)
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        gate.set()
+        assert (await held).value == "held"
+    finally:
+        gate.set()
+        pool.shutdown(wait=True)
+    assert ran == []

@@ -4,18 +4,20 @@ its cancel, and its result in the next turn; without durable runs the routes ans
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from toolrun import ToolCall, ToolContext, tool
 from toolrun.models import ScriptedModel
 
-from .conftest import Service, make_service, sqlite_settings
+from .conftest import Client, Service, make_service, sqlite_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -352,3 +354,94 @@ async def test_job_progress_is_throttled_and_its_last_report_is_kept(counting: S
     job = await _until(ended)
     assert job["progress"]["progress"] == 5000 and writes[-1] == 5000  # the last report is stored
     assert len(writes) < 100  # not a database write per report
+
+
+HELD: dict[str, threading.Event] = {}
+HOLDING: set[str] = set()
+_HOLDING_LOCK = threading.Lock()
+
+
+@tool(background=True, timeout=60)
+def hold_disk(disk: str) -> str:
+    """Hold a disk, blocking (a plain def: it takes a worker thread until its event is set)."""
+    with _HOLDING_LOCK:
+        HOLDING.add(disk)
+    HELD[disk].wait(60)
+    return f"held {disk}"
+
+
+@tool(timeout=5)
+def ping() -> str:
+    """Answer at once (a sync tool of a chat turn)."""
+    return "pong"
+
+
+# As many jobs in all as the executor has worker threads for sync tools (its default pool): before jobs
+# ran in a pool of their own, two users' blocking jobs took every one of them.
+_SHARED_THREADS = min(32, (os.cpu_count() or 1) + 4)
+_PER_USER = -(-_SHARED_THREADS // 2)
+
+
+def _holds(user: str) -> list[ToolCall]:
+    return [
+        ToolCall(id=f"{user}{n}", name="hold_disk", arguments={"disk": f"{user}{n}"})
+        for n in range(_PER_USER)
+    ]
+
+
+@pytest.fixture
+async def holding(tmp_path: Path) -> AsyncIterator[Service]:
+    model = ScriptedModel(
+        [
+            _holds("a"),
+            "Started.",
+            _holds("b"),
+            "Started.",
+            ToolCall(id="p", name="ping", arguments={}),
+            "pong.",
+        ],
+        cursor="sequential",
+    )
+    settings = sqlite_settings(tmp_path, durable="dbos", max_jobs_per_user=_PER_USER)
+    HELD.update({c.arguments["disk"]: threading.Event() for c in (*_holds("a"), *_holds("b"))})
+    HOLDING.clear()
+    try:
+        async for service in make_service(settings, model=model, extra_tools=[hold_disk, ping]):
+            yield service
+    finally:
+        for event in HELD.values():
+            event.set()
+
+
+async def test_blocking_jobs_never_take_the_threads_of_other_users_sync_tools(holding: Service) -> None:
+    for client in (holding.alice, holding.bob):
+        started = await client.chat("hold my disks")
+        said = [m["content"] for m in started["messages"] if m["role"] == "tool"]
+        assert len(said) == _PER_USER and all(s.startswith("Started background job") for s in said), said
+
+    async def all_blocking() -> bool:
+        return len(HOLDING) == 2 * _PER_USER
+
+    await _until(all_blocking)  # every job's thread is taken, each user at their limit
+    carol, token = await holding.state.users.add("carol")
+    transport = httpx.ASGITransport(app=holding.app)
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://test", headers={"Authorization": f"Bearer {token}"}
+    ) as http:
+        reply = await Client(http, carol.user_id, token).chat("ping")
+    said = [m["content"] for m in reply["messages"] if m["role"] == "tool" and m["tool_name"] == "ping"]
+    assert said == ["pong"]  # answered while every job still blocks
+    assert not any(event.is_set() for event in HELD.values())
+    for client in (holding.alice, holding.bob):
+        jobs = (await client.http.get("/api/v1/jobs")).json()["jobs"]
+        assert [j["status"] for j in jobs] == ["running"] * _PER_USER
+    for event in HELD.values():
+        event.set()
+
+    async def all_done() -> bool:
+        jobs = [
+            j for c in (holding.alice, holding.bob) for j in (await c.http.get("/api/v1/jobs")).json()["jobs"]
+        ]
+        return all(j["status"] == "completed" for j in jobs)
+
+    await _until(all_done)

@@ -45,14 +45,24 @@ class JobStore:
     Args:
         database_url: Where the table lives (created if missing).
         max_running_per_user: Running jobs one user may have; another start is refused.
+        threads: Worker threads for the blocking (`def`) tools of the jobs, a pool of their own (default:
+            `min(32, cpu_count + 4)`): however many jobs block, the executor's threads stay free for the
+            sync tools of chat turns. A job whose tool finds every one of them taken waits for one (it
+            still counts against its user); its time box starts when its tool starts.
     """
 
-    def __init__(self, database_url: str, *, max_running_per_user: int = 5) -> None:
+    def __init__(
+        self, database_url: str, *, max_running_per_user: int = 5, threads: int | None = None
+    ) -> None:
         from toolrun.integrations._dbos_steps import sync_url
 
         if max_running_per_user < 1:
             raise ValueError("max_running_per_user must be at least 1.")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be at least 1.")
         self.max_running_per_user = max_running_per_user
+        self.threads = threads
+        self._workers: ThreadPoolExecutor | None = None
         self._engine = sa.create_engine(sync_url(database_url))
         self.table = sa.Table(
             "toolrun_jobs",
@@ -73,7 +83,17 @@ class JobStore:
             create_all_locked(db, self.table.metadata)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolrun-jobs")
 
+    @property
+    def thread_pool(self) -> ThreadPoolExecutor:
+        """The worker threads of the jobs' blocking tools (created on first use)."""
+        if self._workers is None:
+            self._workers = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="toolrun-job")
+        return self._workers
+
     def close(self) -> None:
+        if self._workers is not None:  # a blocking tool cannot be stopped: its thread is not waited for
+            self._workers.shutdown(wait=False, cancel_futures=True)
+            self._workers = None
         self._pool.shutdown(wait=True)
         self._engine.dispose()
 

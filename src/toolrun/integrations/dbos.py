@@ -835,7 +835,8 @@ async def _run_job(payload: dict[str, Any]) -> dict[str, Any]:
     The job ends in the store only once its tool's code has really stopped: a sync tool's thread cannot
     be stopped, so after a cancel or a timeout the job waits for it (`cancelling`, or `running`, in the
     meantime: it keeps its place in its user's `max_running_per_user`). Its progress goes to the store
-    through a `ProgressThrottle` (a database write per report would be one per report)."""
+    through a `ProgressThrottle` (a database write per report would be one per report). A blocking tool
+    runs in the job store's own `thread_pool`, never in the threads of the agent's other calls."""
     agent = _AGENTS[payload["agent"]]
     jobs = agent.jobs
     if jobs is None:
@@ -876,7 +877,7 @@ async def _run_job(payload: dict[str, Any]) -> dict[str, Any]:
         return task.result()
 
     async def run() -> ToolResult:
-        with worker_threads() as threads:
+        with worker_threads(jobs.thread_pool) as threads:  # a pool of the jobs' own
             task = asyncio.ensure_future(agent._steps.inner.execute(call, ctx))
         result = await watch(task)
         # A cancelled or timed-out sync tool runs on in its thread: the job has not stopped until it has.

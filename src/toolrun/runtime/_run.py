@@ -24,7 +24,10 @@ In order, for every call that reaches it:
    - sync handlers run in the executor's bounded thread pool, so they never block the loop. On timeout
      the call returns `TIMEOUT` at once and the thread's late result is discarded. A thread cannot be
      killed: it runs on until the handler returns, holding its pool slot (and Python waits for it at
-     exit). Tools that must be stoppable run in a process: see `ProcessIsolation`.
+     exit). Tools that must be stoppable run in a process: see `ProcessIsolation`. Calls made inside
+     `worker_threads(pool)` (a background job's) run their sync handlers in that pool instead, so
+     blocking jobs never take the threads of other calls; such a call waits for a free thread of its
+     pool as long as it takes, and its time box starts when its handler does.
 5. Retries with exponential backoff and jitter, only for failures that are safe to retry: a `ToolError`
    the tool raised with `retryable=True` (the tool vouches that nothing happened), and timeouts or
    transient errors (`ConnectionError`, `TimeoutError` by default) only for idempotent tools. A
@@ -85,21 +88,47 @@ _NO_SNAPSHOT: Any = object()
 _THREADS: contextvars.ContextVar[set[concurrent.futures.Future[Any]] | None] = contextvars.ContextVar(
     "toolrun_worker_threads", default=None
 )
+_POOL: contextvars.ContextVar[concurrent.futures.Executor | None] = contextvars.ContextVar(
+    "toolrun_worker_pool", default=None
+)
 
 
 @contextlib.contextmanager
-def worker_threads() -> Iterator[set[concurrent.futures.Future[Any]]]:
+def worker_threads(
+    pool: concurrent.futures.Executor | None = None,
+) -> Iterator[set[concurrent.futures.Future[Any]]]:
     """A set that collects the worker-thread work of the sync handlers that calls started from inside
     the block (and from tasks created there, which copy the context) run. A thread cannot be stopped: a
     call that timed out or was cancelled has returned while its handler may still run. Whoever must know
     when the tool's code has really stopped (a background job holding its user's place) waits for these.
+
+    With `pool`, those sync handlers run in `pool` instead of the executor's `thread_pool`: background
+    jobs run in a pool of their own, so however many of them block, the threads of the calls a chat
+    turn makes stay free. A call waits for a thread of `pool` as long as it takes (a job queues behind
+    the others); its time box starts when its handler starts.
     """
     threads: set[concurrent.futures.Future[Any]] = set()
     token = _THREADS.set(threads)
+    pool_token = _POOL.set(pool)
     try:
         yield threads
     finally:
+        _POOL.reset(pool_token)
         _THREADS.reset(token)
+
+
+def _started(began: asyncio.Future[None]) -> None:
+    if not began.done():
+        began.set_result(None)
+
+
+def _announced(
+    loop: asyncio.AbstractEventLoop, began: asyncio.Future[None], run: Any, fn: Any, *args: Any
+) -> Any:
+    """Run `fn` in a worker thread, first telling the loop it has started (`began`)."""
+    with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+        loop.call_soon_threadsafe(_started, began)
+    return run(fn, *args)
 
 
 _CONTENT_ITEMS = frozenset(CONTENT_TYPES)
@@ -483,13 +512,26 @@ class RunStage:
         return await _boxed(pending, limit - (_monotonic() - started), limit, by_deadline)
 
     async def _in_thread(self, inv: Invocation, context: ToolContext[Any], deadline: float | None) -> Any:
-        limit, by_deadline = self._limit(deadline)
         run = contextvars.copy_context().run
-        work = self._executor.thread_pool.submit(run, self.tool.invoke, inv.arguments, context)
+        pool = _POOL.get()
+        began: asyncio.Future[None] | None = None
+        if pool is None:
+            work = self._executor.thread_pool.submit(run, self.tool.invoke, inv.arguments, context)
+        else:  # a pool of its own (`worker_threads(pool)`): the time box starts with the handler
+            loop = asyncio.get_running_loop()
+            began = loop.create_future()
+            work = pool.submit(_announced, loop, began, run, self.tool.invoke, inv.arguments, context)
         tracked = _THREADS.get()
         if tracked is not None:
             tracked.add(work)
         future = asyncio.wrap_future(work)
+        if began is not None:
+            try:  # however long the pool's queue is: a job waits its turn
+                await asyncio.wait((began, future), return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:
+                work.cancel()  # withdrawn while it still waits: it never runs
+                raise
+        limit, by_deadline = self._limit(deadline)
         if limit is None:
             value = await future
             return await value if inspect.isawaitable(value) else value

@@ -52,7 +52,9 @@ class DurableRuntime:
         self._agent: DurableAgent | None = None
         if settings.is_sqlite:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.jobs = JobStore(self.database_url, max_running_per_user=settings.max_jobs_per_user)
+        self.jobs = JobStore(
+            self.database_url, max_running_per_user=settings.max_jobs_per_user, threads=settings.job_threads
+        )
 
     def agent(self, *args: Any, **kwargs: Any) -> DurableAgent:
         """The chat agent (`Agent`'s arguments), its recovered runs stored by `store_recovered`."""

@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     Default: `local` on SQLite (one host); `<host>-<pid>` on PostgreSQL (each process its own)."""
     max_jobs_per_user: int = Field(default=5, ge=1)
     """With `durable=dbos`: background jobs one user may have running at once."""
+    job_threads: int | None = Field(default=None, ge=1)
+    """With `durable=dbos`: worker threads for the blocking (`def`) tools of background jobs, a pool of
+    their own (default `min(32, cpu_count + 4)`), so jobs never take the threads of chat turns' sync tools;
+    a job that finds them all taken waits for one."""
     durable_lease_seconds: float = Field(default=30.0, gt=0)
     """With `durable=dbos`: a process silent this long is taken for dead, and one live process finishes
     its runs."""
