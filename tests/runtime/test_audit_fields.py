@@ -225,7 +225,6 @@ async def test_the_record_hashes_the_arguments_that_ran(make_executor: Any) -> N
         "c1\naudit action=approve tool=delete_task outcome=ok",
         "Jane Doe's SSN",
         "ü",
-        "",
         "a" * 65,
     ],
 )

@@ -16,6 +16,7 @@ import pytest
 import schemathesis
 import uvicorn
 from hypothesis import HealthCheck, given
+from schemathesis.checks import positive_data_acceptance
 
 from toolrun.server import Settings, create_app
 from toolrun.server._db import create_engine
@@ -27,6 +28,23 @@ from .conftest import sqlite_settings
 pytestmark = pytest.mark.slow
 
 MAX_EXAMPLES = 12
+
+
+def accepted_unless_nul(ctx: Any, response: Any, case: Any) -> bool | None:
+    """`positive_data_acceptance`, but for the one rule JSON Schema cannot state of a free-form object: no
+    NUL (U+0000) in any key or string at any depth of a client's arguments (PostgreSQL's JSON cannot hold
+    one). Such a request is refused with a 422 that names the place; every other valid one is accepted."""
+    if response.status_code == 422 and "holds a NUL character" in response.text:
+        return None
+    return positive_data_acceptance(ctx, response, case)
+
+
+FREE_FORM_ARGUMENTS = {
+    "POST /api/v1/approval-rules",
+    "POST /api/v1/confirmations/{confirmation_id}",
+    "POST /api/v1/confirmations/{confirmation_id}/stream",
+    "POST /api/v1/confirmations/{confirmation_id}/preview",
+}
 
 
 async def _prepare(settings: Settings) -> str:
@@ -82,7 +100,15 @@ def test_every_operation_answers_by_its_schema(served: tuple[str, str, dict[str,
             derandomize=True,
         )
         def check(case: Any) -> None:
-            case.call_and_validate(base_url=url, headers=headers)
+            if f"{case.method.upper()} {case.path}" in FREE_FORM_ARGUMENTS:
+                case.call_and_validate(
+                    base_url=url,
+                    headers=headers,
+                    excluded_checks=[positive_data_acceptance],
+                    additional_checks=[accepted_unless_nul],
+                )
+            else:
+                case.call_and_validate(base_url=url, headers=headers)
 
         try:
             check()

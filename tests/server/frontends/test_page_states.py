@@ -120,13 +120,13 @@ def test_every_state_fits_and_passes_axe(
 
     # Empty: a newcomer is told what to type; an example fills the composer.
     empty = browser.find_element(By.ID, "empty")
-    assert empty.is_displayed() and "add Renew passport" in empty.text
+    assert empty.is_displayed() and "add buy milk" in empty.text  # the App's starters
     # The demo notice and the empty state agree: both say it is the demo model.
     assert browser.find_element(By.ID, "demo-banner").is_displayed()
     assert "demo model" in browser.find_element(By.ID, "empty-demo").text
     page.check("empty")
     browser.find_element(By.CSS_SELECTOR, ".example").click()
-    assert browser.find_element(By.ID, "message").get_attribute("value").startswith("add Renew passport")
+    assert browser.find_element(By.ID, "message").get_attribute("value").startswith("add buy milk")
 
     # Chatting: the result of a task tool is a task row with its due date in words, raw JSON one click away.
     page.send("add Renew passport !high due 2026-12-01 #admin")
