@@ -58,7 +58,9 @@ class DurableRuntime:
 
     def agent(self, *args: Any, **kwargs: Any) -> DurableAgent:
         """The chat agent (`Agent`'s arguments), its recovered runs stored by `store_recovered`."""
-        self._agent = DurableAgent(*args, name="chat", on_state=self.store_recovered, jobs=self.jobs, **kwargs)
+        self._agent = DurableAgent(
+            *args, name="chat", on_state=self.store_recovered, jobs=self.jobs, **kwargs
+        )
         return self._agent
 
     def bind(self, service: ChatService) -> None:
