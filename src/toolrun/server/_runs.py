@@ -17,7 +17,7 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,27 @@ class Job:
     """A stop was asked for and its task cancelled."""
     finishing: bool = False
     """The run reached its end and is writing it: too late to stop."""
+
+
+def _message_rows(job: Job, messages: Iterable[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+    """The rows of a run's new messages (numbered after the conversation's last), each also appended to
+    the job's history as the API shows it."""
+    rows = []
+    for i, data in enumerate(messages):
+        data = _with_views(data, job.views)
+        rows.append(
+            {
+                "conversation_id": job.conversation_id,
+                "user_id": job.principal.user_id,
+                "run_id": job.run_id,
+                "seq": job.next_seq + i,
+                "role": data["role"],
+                "data": encode_row(data),
+                "created_at": now,
+            }
+        )
+        job.history.append(message_view(job.next_seq + i, job.run_id, data))
+    return rows
 
 
 def _with_views(data: dict[str, Any], views: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -386,21 +407,7 @@ class RunDriver:
         """Store a stopped run: what it did so far (`Trace.messages`) and its end, under its lease."""
         now = time.time()
         user = job.principal.user_id
-        rows = []
-        for i, data in enumerate(job.trace.messages()):
-            data = _with_views(data, job.views)
-            rows.append(
-                {
-                    "conversation_id": job.conversation_id,
-                    "user_id": user,
-                    "run_id": job.run_id,
-                    "seq": job.next_seq + i,
-                    "role": data["role"],
-                    "data": encode_row(data),
-                    "created_at": now,
-                }
-            )
-            job.history.append(message_view(job.next_seq + i, job.run_id, data))
+        rows = _message_rows(job, job.trace.messages(), now)
         async with transaction(self.engine) as conn:
             held = await FINISH_CONVERSATION.execute(
                 conn,
@@ -442,21 +449,7 @@ class RunDriver:
         new = run.messages[start:]
         now = time.time()
         user = job.principal.user_id
-        rows = []
-        for i, msg in enumerate(new):
-            data = _with_views(msg.to_dict(), job.views)
-            rows.append(
-                {
-                    "conversation_id": job.conversation_id,
-                    "user_id": user,
-                    "run_id": job.run_id,
-                    "seq": job.next_seq + i,
-                    "role": data["role"],
-                    "data": encode_row(data),
-                    "created_at": now,
-                }
-            )
-            job.history.append(message_view(job.next_seq + i, job.run_id, data))
+        rows = _message_rows(job, (msg.to_dict() for msg in new), now)
         paused = run.status == "awaiting_confirmation"
         state = json.dumps({"run": run.to_json(), "persisted": len(run.messages)}) if paused else None
         async with transaction(self.engine) as conn:
