@@ -393,31 +393,12 @@ class MCPToolset:
                 )
             else:
                 result = await client.call_tool(name, arguments, progress_callback=progress)
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                self._mark_dead(client)
-                raise self._unavailable(f"The MCP server {self.label} closed the connection.") from exc
-            if exc.code == types.URL_ELICITATION_REQUIRED:
-                raise _url_elicitation_error(exc, self.label) from exc
-            raise ToolError(
-                "REMOTE_ERROR",
-                f"The MCP server {self.label} refused the call: {exc.message[:300]}",
-                details={"mcp_code": exc.code},
-            ) from exc
         except (asyncio.CancelledError, ToolError):
             raise
-        except (RuntimeError, ValueError) as exc:
-            # The server answered, and the SDK refused the answer (structured content that breaks the
-            # tool's output schema, a result of an unexpected kind, a malformed result): the connection is
-            # fine, the remote is wrong. Pydantic's ValidationError is a ValueError.
-            raise ToolError(
-                "REMOTE_ERROR",
-                f"The MCP server {self.label} answered with a result that cannot be used: {str(exc)[:300]}",
-                details={"reason": "invalid_result"},
+        except Exception as exc:
+            raise self._failure(
+                client, exc, refused="refused the call", unusable="answered with a result that cannot be used"
             ) from exc
-        except Exception as exc:  # transport failures: the connection is gone
-            self._mark_dead(client)
-            raise self._unavailable(f"The connection to the MCP server {self.label} failed.") from exc
         finally:
             _CURRENT.reset(token)
             self._inflight.remove(state)
@@ -462,26 +443,11 @@ class MCPToolset:
             raise self._unavailable(f"The MCP server {self.label} cannot be reached.") from exc
         try:
             read = await client.read_resource(uri)
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                self._mark_dead(client)
-                raise self._unavailable(f"The MCP server {self.label} closed the connection.") from exc
-            raise ToolError(
-                "REMOTE_ERROR",
-                f"The MCP server {self.label} could not read {uri[:200]!r}: {exc.message[:300]}",
-                details={"mcp_code": exc.code},
-            ) from exc
         except (asyncio.CancelledError, ToolError):
             raise
-        except (RuntimeError, ValueError) as exc:
-            raise ToolError(
-                "REMOTE_ERROR",
-                f"The MCP server {self.label} answered resources/read unusably: {str(exc)[:300]}",
-                details={"reason": "invalid_result"},
-            ) from exc
         except Exception as exc:
-            self._mark_dead(client)
-            raise self._unavailable(f"The connection to the MCP server {self.label} failed.") from exc
+            refused, unusable = f"could not read {uri[:200]!r}", "answered resources/read unusably"
+            raise self._failure(client, exc, refused=refused, unusable=unusable) from exc
         return [_resource_content(item) for item in read.contents[:_MAX_REMOTE_BLOCKS]]
 
     def _remember(self, user_id: str | None, uri: str) -> None:
@@ -530,6 +496,32 @@ class MCPToolset:
             tags={"mcp"},
             **self._shared_options(),
         )
+
+    def _failure(self, client: Any, exc: Exception, *, refused: str, unusable: str) -> ToolError:
+        """What a failed request to the server becomes (`refused`, `unusable`: the words after "The MCP
+        server <label>"): the server's own refusal (a closed connection marks the client dead; -32042
+        asks the user to open a URL), an answer the SDK could not use (the connection is fine, the remote
+        is wrong: Pydantic's ValidationError is a ValueError), or a transport failure (the connection is
+        gone)."""
+        if isinstance(exc, MCPError):
+            if exc.code == types.CONNECTION_CLOSED:
+                self._mark_dead(client)
+                return self._unavailable(f"The MCP server {self.label} closed the connection.")
+            if exc.code == types.URL_ELICITATION_REQUIRED:
+                return _url_elicitation_error(exc, self.label)
+            return ToolError(
+                "REMOTE_ERROR",
+                f"The MCP server {self.label} {refused}: {exc.message[:300]}",
+                details={"mcp_code": exc.code},
+            )
+        if isinstance(exc, RuntimeError | ValueError):
+            return ToolError(
+                "REMOTE_ERROR",
+                f"The MCP server {self.label} {unusable}: {str(exc)[:300]}",
+                details={"reason": "invalid_result"},
+            )
+        self._mark_dead(client)
+        return self._unavailable(f"The connection to the MCP server {self.label} failed.")
 
     def _unavailable(self, message: str) -> ToolError:
         return ToolError(
