@@ -99,3 +99,48 @@ def test_a_bad_app_is_one_line_and_exit_2(env: Path, args: list[str], said: str)
 def test_a_bad_toolrun_app_is_one_line_too(env: Path) -> None:
     r = runner.invoke(app, ["tools", "list"], env={"TOOLRUN_APP": "notes_app:missing"})
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "no attribute 'missing'" in r.output
+
+
+def test_the_tools_commands_show_an_apps_remote_tools(env: Path) -> None:
+    """An App's `MCPToolset` tools are fetched (then the connection closed) by the commands that show or
+    check the App's tools, as `toolrun serve` fetches them at start."""
+    r = runner.invoke(app, ["tools", "list", "--app", "weather_app:app"])
+    assert r.exit_code == 0, r.output
+    assert "met_forecast" in r.output
+    os.environ.pop("TOOLRUN_APP", None)
+    r = runner.invoke(app, ["tools", "export", "--app", "weather_app:app", "--format", "mcp"])
+    assert r.exit_code == 0, r.output
+    assert "met_forecast" in r.output
+
+
+def test_an_apps_remote_server_that_is_down_is_one_line(env: Path) -> None:
+    r = runner.invoke(app, ["tools", "list", "--app", "weather_app:down"])
+    assert r.exit_code == 1, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "Could not fetch the tools of the toolset 'met'" in lines[0], r.output
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)  # a server process that imports the service (slow on a loaded machine)
+async def test_mcp_serve_serves_an_apps_remote_tools(env: Path) -> None:
+    """`toolrun mcp serve --app weather_app:app` over stdio, driven by the official `mcp` client: the
+    remote tools are fetched in the serving loop, listed and called through toolrun's executor."""
+    from mcp import Client, StdioServerParameters
+    from toolrun.server.migrate import upgrade
+
+    url = f"sqlite+aiosqlite:///{env}/mcp.db"
+    await upgrade(url)
+    child = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRUN_")}
+    child |= {"PYTHONPATH": os.pathsep.join([str(SRC), str(OWN_APP)]), "TOOLRUN_DATABASE_URL": url}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolrun.mcp", "serve", "--app", "weather_app:app", "--user", "ada"],
+        env=child,
+        cwd=str(env),
+    )
+    async with Client(params) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        called = await client.call_tool("met_forecast", {"city": "Oslo"})
+    assert names == ["met_forecast"]
+    assert called.is_error is False and called.structured_content == {"city": "Oslo", "weather": "sunny"}

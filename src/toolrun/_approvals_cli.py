@@ -17,27 +17,26 @@ import typer
 from rich.console import Console
 
 from toolrun._cli_shared import AppOption, load_app_option
+from toolrun._cli_shared import fail as _fail
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Standing approvals: always allow (or deny) a tool for a user.", no_args_is_help=True)
 out = Console()
-err = Console(stderr=True)
 
 DatabaseUrl = Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABASE_URL.")]
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}")
-    return typer.Exit(code)
 
 
 def _registry() -> Any:
     """The tools of the App served (`--app` / `TOOLRUN_APP`, default the task assistant), for checking a new
     rule (definitions only: nothing connects to the engine)."""
     from toolrun.cli import app_registry
+    from toolrun.mcp._cli import TargetError
 
-    return app_registry(connect=False)
+    try:
+        return app_registry(connect=False)
+    except TargetError as exc:
+        raise _fail(str(exc)) from None
 
 
 async def _with_rules(database_url: str | None, user: str, fn: Callable[[Any, Any], Awaitable[Any]]) -> Any:

@@ -37,7 +37,7 @@ err = Console(stderr=True)
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one error line on stderr; the `typer.Exit` to raise (1: failure, 2: usage)."""
-    err.print(f"[red]error:[/red] {message}")
+    err.print(f"[red]error:[/red] {message}", soft_wrap=True)  # one line, however narrow the terminal
     return typer.Exit(code)
 
 

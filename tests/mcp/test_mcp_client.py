@@ -195,6 +195,25 @@ async def test_dead_server_is_a_tool_error_and_the_next_call_reconnects() -> Non
     assert after.status == "ok" and after.value == 4, after.error
 
 
+async def test_a_closed_toolset_refuses_calls_until_it_is_opened_again(server: Any) -> None:
+    """A service started twice in one process (its App, and so its toolset, made once at import): the
+    second start registers the tools again on the same toolset; between the two, calls refuse."""
+    remote = MCPToolset(server, trusted=True)
+    first = ToolRegistry()
+    await remote.register(first)
+    assert (await run(ToolExecutor(first), "add", {"a": 1, "b": 1})).value == 2
+    await remote.aclose()
+    closed = await run(ToolExecutor(first), "add", {"a": 1, "b": 1})
+    assert closed.status == "error" and closed.error.code == "REMOTE_UNAVAILABLE"
+    second = ToolRegistry()
+    try:
+        await remote.register(second)
+        again = await run(ToolExecutor(second), "add", {"a": 2, "b": 2})
+    finally:
+        await remote.aclose()
+    assert again.status == "ok" and again.value == 4, again.error
+
+
 async def test_unreachable_server_fails_fast() -> None:
     toolset = MCPToolset(f"http://127.0.0.1:{free_port()}/mcp", connect_timeout=3)
     with pytest.raises(ConnectionError, match="Could not connect"):

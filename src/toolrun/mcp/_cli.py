@@ -5,8 +5,10 @@ Attach it to the main CLI with `app.add_typer(toolrun.mcp._cli.app, name="mcp")`
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import typer
@@ -179,8 +181,14 @@ def serve(
             typer.echo("Error: name the tools once: a TARGET or --app, not both.", err=True)
             raise typer.Exit(2)
         name = name or load_app_option(app_spec).title
+    toolsets: list[Any] = []  # the App's remote tools (an `MCPToolset`): fetched in the serving loop
     try:
-        registry = load_target(target)
+        if target == DEFAULT_TARGET:
+            from toolrun.cli import app_tools
+
+            registry, toolsets = app_tools()
+        else:
+            registry = load_target(target)
     except TargetError as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -191,7 +199,15 @@ def serve(
     if not http:
         import anyio
 
-        anyio.run(serve_stdio, server)
+        async def stdio() -> None:
+            async with _toolsets_open(registry, toolsets):
+                await serve_stdio(server)
+
+        try:
+            anyio.run(stdio)
+        except TargetError as exc:
+            typer.echo(f"Error: {exc}", err=True)
+            raise typer.Exit(1) from None
         return
     import uvicorn
 
@@ -207,7 +223,29 @@ def serve(
     allowed = ["127.0.0.1:*", "localhost:*", "[::1]:*"] if local else None
     origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if local else None
     app_ = create_http_app(server, path=path, allowed_hosts=allowed, allowed_origins=origins)
+    if toolsets:
+        serving = app_.router.lifespan_context
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Any) -> AsyncIterator[None]:
+            async with _toolsets_open(registry, toolsets), serving(app):
+                yield
+
+        app_.router.lifespan_context = lifespan
     uvicorn.run(app_, host=host, port=port, log_level="warning")
+
+
+@contextlib.asynccontextmanager
+async def _toolsets_open(registry: ToolRegistry, toolsets: list[Any]) -> AsyncIterator[None]:
+    """The toolsets' tools registered for as long as the server serves them, then their connections
+    closed (`TargetError` when one cannot be fetched)."""
+    from toolrun.cli import close_toolsets, fetch_toolsets
+
+    await fetch_toolsets(registry, toolsets)
+    try:
+        yield
+    finally:
+        await close_toolsets(toolsets)
 
 
 def main(argv: list[str] | None = None) -> None:

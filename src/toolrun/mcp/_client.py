@@ -193,15 +193,18 @@ class MCPToolset:
         await self.aclose()
 
     async def connect(self) -> None:
-        """Connect now (calls also connect on demand, and reconnect after a failure).
+        """Connect now (calls also connect on demand, and reconnect after a failure); after `aclose`,
+        open the toolset again (a service started twice in one process, `async with` twice).
 
         Raises:
             ConnectionError: the server could not be reached within `connect_timeout`.
         """
+        self._closed = False
         await self._connected()
 
     async def aclose(self) -> None:
-        """Close the connection (a stdio server process is stopped)."""
+        """Close the connection (a stdio server process is stopped); calls refuse until `connect` or
+        `register` opens the toolset again."""
         self._closed = True
         await self._disconnect()
 
@@ -314,9 +317,12 @@ class MCPToolset:
     async def register(self, registry: ToolRegistry) -> list[Tool]:
         """List the server's tools and register them in `registry`; returns them.
 
+        Opens the toolset again after `aclose` (as `connect`).
+
         Raises:
             ToolAlreadyExistsError: a name is taken (use `prefix=`).
         """
+        self._closed = False
         tools = await self.list_tools()
         for t in tools:
             registry.register(t)
