@@ -341,10 +341,10 @@ class AGUIEncoder:
             frames.extend(self._pump())
         status = str(response.get("status", "completed"))
         output = response.get("output")
-        if not self._wrote_text and isinstance(output, str) and output and status in _ANSWERED:
+        if not self._wrote_text and isinstance(output, str) and output and status in {*_ANSWERED, "stopped"}:
             frames.extend(self._text(output))
         frames.extend(self._close_text())
-        if status not in _ANSWERED and status != "awaiting_confirmation":
+        if status not in _ANSWERED and status not in ("awaiting_confirmation", "stopped"):
             message = response.get("error") or f"The run stopped: {status}."
             frames.extend(self.run_error(str(message), status))
             return frames

@@ -333,10 +333,13 @@ class AISDKEncoder:
             not self._wrote_text
             and isinstance(output, str)
             and output
-            and status in ("completed", "needs_user_input")
+            and status in ("completed", "needs_user_input", "stopped")
         ):
             frames.extend(self._text(output))
         frames.extend(self._close_text())
+        if status == "stopped":  # the person's Stop: an abort, as the SDK's own streams end one
+            self.finished = True
+            return [*frames, self._frame({"type": "abort", "reason": "stopped"}), DONE]
         if status not in ("completed", "needs_user_input", "awaiting_confirmation"):
             frames.append(self._frame({"type": "error", "errorText": str(response.get("error") or status)}))
         self.finished = True
