@@ -68,7 +68,7 @@ def test_app_on_the_db_and_tools_commands(env: Path) -> None:
     assert "add_note" in r.output and "create_task" not in r.output
     os.environ.pop("TOOLRUN_APP", None)
     r = runner.invoke(app, ["db", "current"], env={"TOOLRUN_APP": "notes_app:app"})
-    assert r.output.split() == ["0007", "app", "notes:", "notes_0001"]
+    assert r.output.split() == ["0008", "app", "notes:", "notes_0001"]
     r = runner.invoke(app, ["users", "add", "ada", "--app", "notes_app:app"])
     assert r.exit_code == 0, r.output
 

@@ -61,7 +61,7 @@ class ServeProcess:
                 self._ready.set()
         self._ready.set()
 
-    async def wait_ready(self, timeout: float = 20.0) -> str:
+    async def wait_ready(self, timeout: float = 60.0) -> str:  # a loaded 2-core machine starts slowly
         deadline = time.monotonic() + timeout
         while not self._ready.is_set() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)

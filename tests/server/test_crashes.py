@@ -41,9 +41,9 @@ _SCRIPT = Path(__file__).with_name("_crash_server.py")
 class CrashServer:
     """`_crash_server.py` in a subprocess; `url` once it listens."""
 
-    def __init__(self, directory: Path, database_url: str, port: int = 0) -> None:
+    def __init__(self, directory: Path, database_url: str, port: int = 0, *, lease: float = LEASE) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(_SCRIPT), str(directory), database_url, str(LEASE), str(port)],
+            [sys.executable, str(_SCRIPT), str(directory), database_url, str(lease), str(port)],
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -164,6 +164,59 @@ async def test_sigkill_while_a_run_works_frees_the_conversation_in_seconds_and_k
     assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
     statuses = [r[0] for r in await _rows(db, "SELECT status FROM toolrun_runs ORDER BY created_at")]
     assert statuses == ["completed", "interrupted", "completed"]
+
+
+@pytest.mark.timeout(150)
+async def test_after_a_sigkill_a_restart_on_this_host_takes_the_conversation_at_once(tmp_path: Path) -> None:
+    """A lease far longer than the test (600 s): the restarted process sees that the process holding the
+    conversation is gone (`lease_holder`), shows its run interrupted and takes the next message at once."""
+    db, token = await _setup(tmp_path)
+    first = CrashServer(tmp_path, db, lease=600)
+    try:
+        async with _client(first.url, token) as http:
+            stream = asyncio.create_task(http.post("/api/v1/chat", json={"message": "slow please"}))
+            await _until(lambda: (tmp_path / "slow_started").exists(), "the slow tool to start")
+            (conv,) = (await _rows(db, "SELECT id FROM toolrun_conversations"))[0]
+            first.kill()
+            with pytest.raises(httpx.HTTPError):
+                await stream
+    finally:
+        if first.proc.poll() is None:
+            first.kill()
+    (lease_until,) = (await _rows(db, "SELECT lease_until FROM toolrun_conversations"))[0]
+    assert lease_until > time.time() + 500  # the dead process's lease has not lapsed
+
+    second = CrashServer(tmp_path, db, lease=600)
+    try:
+        async with _client(second.url, token) as http:
+            seen = (await http.get(f"/api/v1/conversations/{conv}")).json()
+            r = await http.post("/api/v1/chat", json={"message": "are you there?", "conversation_id": conv})
+            assert r.status_code == 200, r.text  # not 409 conversation_busy for 600 s
+    finally:
+        second.kill()
+    assert seen["last_run"]["status"] == "interrupted"
+    assert r.json()["status"] == "completed"
+    statuses = [r[0] for r in await _rows(db, "SELECT status FROM toolrun_runs ORDER BY created_at")]
+    assert statuses == ["interrupted", "completed"]
+
+
+async def test_a_live_process_keeps_its_lease_from_a_restart_elsewhere(tmp_path: Path) -> None:
+    """The other side: a process that runs (here this test's own process, as another holder on this host)
+    keeps its conversation; only its death frees it before the lease lapses."""
+    from toolrun.server import _holder
+
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ticks = _holder._start_ticks(alive.pid)
+        mine = _holder.this_process()
+        assert mine is not None and ticks is not None
+        holder = f"{mine.rsplit('|', 2)[0]}|{alive.pid}|{ticks}"
+        assert not _holder.holder_gone(holder)
+        assert not _holder.holder_gone(f"elsewhere|1|{alive.pid}|{ticks}")  # another host: never judged
+    finally:
+        alive.kill()
+        alive.wait()
+    assert _holder.holder_gone(holder)
 
 
 async def _dead_run_shown(http: httpx.AsyncClient, conv: str) -> dict[str, Any] | None:

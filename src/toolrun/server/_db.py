@@ -55,6 +55,7 @@ conversations = sa.Table(
     sa.Column("pending_run_id", sa.String(40), nullable=True),  # the run awaiting a decision, if any
     sa.Column("lease_until", sa.Double(), nullable=True),  # a run is working on it until then
     sa.Column("lease_owner", sa.String(40), nullable=True),
+    sa.Column("lease_holder", sa.String(200), nullable=True),  # the process that took it (`_holder`)
     sa.Index("toolrun_conversations_user", "user_id", "updated_at"),
 )
 

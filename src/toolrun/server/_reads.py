@@ -17,6 +17,7 @@ from toolrun.models import clean_text
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._fixed import Fixed, transaction
+from toolrun.server._holder import holder_gone
 from toolrun.server._statements import decode_row, load_history
 from toolrun.server._users import Principal
 from toolrun.server._views import iso_time, message_view, pending_item
@@ -79,7 +80,13 @@ async def list_conversations(
 # statement and its cache key costs more CPU than SQLite takes to run it.
 _c, _r = _db.conversations, _db.runs
 _CONVERSATION = sa.select(
-    _c.c.id, _c.c.title, _c.c.created_at, _c.c.updated_at, _c.c.pending_run_id, _c.c.lease_until
+    _c.c.id,
+    _c.c.title,
+    _c.c.created_at,
+    _c.c.updated_at,
+    _c.c.pending_run_id,
+    _c.c.lease_until,
+    _c.c.lease_holder,
 ).where(_c.c.id == sa.bindparam("b_cid"), _c.c.user_id == sa.bindparam("b_uid"))
 _LAST_RUN = (
     sa.select(_r.c.id, _r.c.status, _r.c.partial)
@@ -107,9 +114,13 @@ async def get_conversation(
         history, _ = await load_history(conn, conversation_id)
         last = (await conn.execute(_LAST_RUN, ids)).first()
     status = None if last is None else last[1]
-    if last is not None and status == "running" and (row[5] is None or row[5] < time.time()):
-        # A dead process's run (its lease lapsed): shown as what it is, its answer so far flagged
-        # interrupted, before the next message closes it in the records (`_recovery`).
+    if (
+        last is not None
+        and status == "running"
+        and (row[5] is None or row[5] < time.time() or holder_gone(row[6]))
+    ):
+        # A dead process's run (its lease lapsed, or its process is gone): shown as what it is, its answer
+        # so far flagged interrupted, before the next message closes it in the records (`_recovery`).
         status = "interrupted"
         if last[2]:
             seq = history[-1]["seq"] + 1 if history else 0
@@ -218,11 +229,28 @@ async def delete_conversation(
         )
         if gone.rowcount != 1:
             found = (
-                await conn.execute(sa.select(c.c.id).where(c.c.id == conversation_id, c.c.user_id == user))
+                await conn.execute(
+                    sa.select(c.c.lease_owner, c.c.lease_holder).where(
+                        c.c.id == conversation_id, c.c.user_id == user
+                    )
+                )
             ).first()
             if found is None:
                 raise not_found("conversation")
-            raise ServiceError(409, "conversation_busy", "A run is working on this conversation; try again.")
+            if not holder_gone(found[1]):
+                raise ServiceError(
+                    409, "conversation_busy", "A run is working on this conversation; try again."
+                )
+            # Its run's process is gone (a restart): deleted at once, as the lease was read.
+            left = await conn.execute(
+                c.delete().where(
+                    c.c.id == conversation_id, c.c.lease_owner == found[0], c.c.lease_holder == found[1]
+                )
+            )
+            if left.rowcount != 1:
+                raise ServiceError(
+                    409, "conversation_busy", "A run is working on this conversation; try again."
+                )
         rc = _db.run_confirmations
         ids = [
             r[0]

@@ -55,6 +55,7 @@ from toolrun.server._admission import Admission
 from toolrun.server._errors import ServiceError
 from toolrun.server._fixed import transaction
 from toolrun.server._handle import RunHandle
+from toolrun.server._holder import this_process
 from toolrun.server._observe import Observer
 from toolrun.server._runs import Job, RunDriver
 from toolrun.server._statements import (
@@ -183,6 +184,7 @@ class ChatService(RunDriver):
                         "updated_at": now,
                         "lease_until": lease,
                         "lease_owner": run_id,
+                        "lease_holder": this_process(),
                     },
                 )
                 history: list[dict[str, Any]] = []

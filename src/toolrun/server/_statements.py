@@ -18,6 +18,7 @@ from toolrun.models import Message, history_problems, message_from_dict, repair_
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._fixed import Conn, Fixed
+from toolrun.server._holder import holder_gone, this_process
 from toolrun.server._views import message_view
 
 __all__ = [
@@ -60,7 +61,11 @@ def decode_row(text: str | bytes) -> Any:
 _bp = sa.bindparam
 _c, _r, _m = _db.conversations, _db.runs, _db.messages
 _CLAIM_WHERE = (_c.c.id == _bp("b_cid"), _c.c.user_id == _bp("b_uid"))
-_TAKE: dict[str, Any] = {"lease_until": _bp("b_lease"), "lease_owner": _bp("b_owner")}
+_TAKE: dict[str, Any] = {
+    "lease_until": _bp("b_lease"),
+    "lease_owner": _bp("b_owner"),
+    "lease_holder": _bp("b_holder"),
+}
 # A claim first takes a released lease (`lease_until IS NULL`: the last run ended and wrote its end, or it
 # paused), and only if there is none, an expired one: only then can a run a dead process left `running`
 # be there to close (`_recovery.interrupt_stale_runs`), so a continuing conversation skips that query.
@@ -82,13 +87,31 @@ _CLAIM_PAUSED_EXPIRED = Fixed(
     .where(*_CLAIM_WHERE, _c.c.pending_run_id == _bp("b_pending"), _c.c.lease_until < _bp("b_now"))
     .values(_TAKE)
 )
-_CLAIM_STATE = Fixed(sa.select(_c.c.pending_run_id, _c.c.lease_until).where(*_CLAIM_WHERE))
+# A lease a dead process of this host left (`_holder`): taken only as it was read, so of two claims that
+# both found it dead one wins.
+_CLAIM_LEFT = Fixed(
+    _c.update()
+    .where(*_CLAIM_WHERE, _c.c.lease_owner == _bp("b_left"), _c.c.lease_holder == _bp("b_left_holder"))
+    .values(_TAKE)
+)
+_CLAIM_STATE = Fixed(
+    sa.select(_c.c.pending_run_id, _c.c.lease_until, _c.c.lease_owner, _c.c.lease_holder).where(*_CLAIM_WHERE)
+)
 _HISTORY = Fixed(
     sa.select(_m.c.seq, _m.c.run_id, _m.c.data).where(_m.c.conversation_id == _bp("b_cid")).order_by(_m.c.seq)
 )
 INSERT_CONVERSATION = Fixed(
     _c.insert(),
-    columns=("id", "user_id", "title", "created_at", "updated_at", "lease_until", "lease_owner"),
+    columns=(
+        "id",
+        "user_id",
+        "title",
+        "created_at",
+        "updated_at",
+        "lease_until",
+        "lease_owner",
+        "lease_holder",
+    ),
 )
 INSERT_MESSAGES = Fixed(
     _m.insert(), columns=("conversation_id", "user_id", "run_id", "seq", "role", "data", "created_at")
@@ -138,7 +161,14 @@ async def claim(
     *,
     pending_run_id: str | None,
 ) -> None:
-    params = {"b_cid": conversation_id, "b_uid": user, "b_now": now, "b_lease": lease, "b_owner": run_id}
+    params = {
+        "b_cid": conversation_id,
+        "b_uid": user,
+        "b_now": now,
+        "b_lease": lease,
+        "b_owner": run_id,
+        "b_holder": this_process(),
+    }
     if pending_run_id is None:
         released, expired = _CLAIM_FREE, _CLAIM_FREE_EXPIRED
     else:
@@ -154,6 +184,11 @@ async def claim(
     if not rows:
         raise not_found("conversation")
     row = rows[0]
+    left = row[1] is not None and row[1] >= now and row[0] == pending_run_id and holder_gone(row[3])
+    # Held by a process of this host that died (a restart): taken at once, not a lease later.
+    if left and await _CLAIM_LEFT.execute(conn, {**params, "b_left": row[2], "b_left_holder": row[3]}) == 1:
+        await _recovery.interrupt_stale_runs(conn, conversation_id, user, run_id, now)
+        return
     if row[1] is not None and row[1] >= now:
         raise ServiceError(
             409,
