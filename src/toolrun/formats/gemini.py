@@ -87,7 +87,8 @@ from toolrun.formats._schema import (
     words,
 )
 from toolrun.results import ToolResult
-from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolCall
+from toolrun.tools import Tool, ToolCall
+from toolrun.tools._tool import PROVIDER_NAME_PATTERN
 
 __all__ = ["GENERATED_ID_PREFIX", "GeminiFormat", "GeminiSchema", "gemini_name"]
 

@@ -38,7 +38,8 @@ from toolrun.formats._base import BaseFormat, Reader, ToolNames, original_name, 
 from toolrun.formats._content import has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import SchemaTransformer
 from toolrun.results import ToolResult
-from toolrun.tools import NAME_PATTERN, Tool, ToolCall
+from toolrun.tools import Tool, ToolCall
+from toolrun.tools._tool import NAME_PATTERN
 
 __all__ = ["MCPFormat", "content_block", "output_schema"]
 

@@ -84,7 +84,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import interrupt
 
-from toolrun.agent._planner import Plan, PlanError, parse_plan, planner_prompt, repair_prompt
+from toolrun.agent._planner import PlanError, PlannerOutput, parse_plan, planner_prompt, repair_prompt
 from toolrun.integrations.langchain import progress_to_stream, run_sync, stream_writer, tool_message
 from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
 from toolrun.models import SystemMessage as TRSystemMessage
@@ -92,7 +92,8 @@ from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor, _errors
 from toolrun.store import NO_USER, PendingConfirmation
-from toolrun.tools import ProgressThrottle, ToolCall, ToolContext
+from toolrun.tools import ToolCall, ToolContext
+from toolrun.tools._context import ProgressThrottle
 
 __all__ = [
     "NodeContext",
@@ -674,7 +675,7 @@ class PlannerNode:
             TRSystemMessage(content=planner_prompt(self.instructions, self.tools.describe())),
             *_toolrun_messages(state, self.input_key),
         ]
-        plan: Plan | None = None
+        plan: PlannerOutput | None = None
         problem: str | None = None
         try:
             for attempt in range(2):

@@ -79,7 +79,8 @@ from toolrun.exceptions import ToolrunError
 from toolrun.mcp._tasks_client import LEGACY_TASKS_VERSION, TasksExtension
 from toolrun.registry import ToolRegistry
 from toolrun.results import ToolError
-from toolrun.tools import OutputBudget, Tool, ToolContext
+from toolrun.tools import Tool, ToolContext
+from toolrun.tools._options import OutputBudget
 from toolrun.tools._tool import NAME_PATTERN
 
 __all__ = ["MCPToolset", "import_tools"]

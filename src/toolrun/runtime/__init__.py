@@ -49,7 +49,6 @@ from toolrun.runtime._events import (
 )
 from toolrun.runtime._executor import ToolExecutor
 from toolrun.runtime._process import ProcessIsolation
-from toolrun.store import Artifact as Artifact  # not public (toolrun.store's); server/ imports it here
 
 __all__ = [
     "AuditRecord",

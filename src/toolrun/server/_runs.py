@@ -31,7 +31,8 @@ from toolrun.agent import TextDelta as AgentTextDelta
 from toolrun.agent import ToolCallFinished as AgentToolCallFinished
 from toolrun.agent import ToolCallProgress as AgentToolCallProgress
 from toolrun.agent import ToolCallStarted as AgentToolCallStarted
-from toolrun.models import SystemMessage, clean_text
+from toolrun.models import SystemMessage
+from toolrun.models._history import clean_text
 from toolrun.server import _db
 from toolrun.server._events import (
     ConfirmationRequired,

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from toolrun.models import clean_text
+from toolrun.models._history import clean_text
 from toolrun.server._errors import PROBLEM_RESPONSES, not_found
 from toolrun.server._events import JobEvent, RunFinished
 from toolrun.server._job_events import job_events
