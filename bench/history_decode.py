@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from toolrun.models import history_problems, message_from_dict
+from toolrun.models import history_problems
+from toolrun.models._messages import message_from_dict
 from toolrun.server._statements import decode_row
 from toolrun.server._views import message_view
 

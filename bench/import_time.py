@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Heavy dependencies ``import toolrun`` does not load: each is imported by the path that needs it.
 LAZY = (
     "jsonschema",
-    "tenacity",
     "multiprocessing",
     "concurrent.futures",
     "email.utils",

@@ -17,7 +17,6 @@ NOT_LOADED = [
     "numpy",  # only tool search's bm25s engine
     "bm25s",
     "Stemmer",
-    "tenacity",  # only a model call that retries
     "multiprocessing",  # only isolation="process"
     "concurrent.futures",  # only the executor's thread pool
     "email.utils",  # only a provider's Retry-After header
@@ -58,7 +57,7 @@ def test_defining_and_registering_a_tool_does_not_load_the_runtime_or_jsonschema
         "reg = toolrun.ToolRegistry([add])\n"
         "assert reg.get('add').validate({'a': 1, 'b': 2}) == {'a': 1, 'b': 2}\n"
     )
-    assert _loaded(code, ["jsonschema", "tenacity", "toolrun.agent", "toolrun.runtime"]) == []
+    assert _loaded(code, ["jsonschema", "toolrun.agent", "toolrun.runtime"]) == []
 
 
 @pytest.mark.parametrize(

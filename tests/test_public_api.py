@@ -173,6 +173,23 @@ def test_internals_are_not_exported() -> None:
         assert names.isdisjoint(exports[module]), (module, names & set(exports[module]))
 
 
+# Aliases that only toolrun's own modules imported: gone, the importers use the private home module.
+REMOVED = {
+    "toolrun.runtime": {"Artifact"},
+    "toolrun.models": {"repair_history", "clean_text", "message_from_dict"},
+    "toolrun.tools": {"NAME_PATTERN", "PROVIDER_NAME_PATTERN", "OutputBudget"},
+    "toolrun.agent._planner": {"Plan"},
+}
+
+
+def test_internal_aliases_are_gone() -> None:
+    import importlib
+
+    for module, names in REMOVED.items():
+        present = {name for name in names if hasattr(importlib.import_module(module), name)}
+        assert present == set(), (module, present)
+
+
 def test_every_exported_name_resolves() -> None:
     for module, names in _exports().items():
         for name, obj in names.items():

@@ -20,7 +20,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from typing import TYPE_CHECKING, Any, Unpack, overload
 
 from toolrun.exceptions import ToolAlreadyExistsError, ToolNotFoundError
-from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolOptionsKwargs
+from toolrun.tools import Tool, ToolOptionsKwargs
+from toolrun.tools._tool import PROVIDER_NAME_PATTERN
 
 if TYPE_CHECKING:
     from toolrun.search import ToolIndex

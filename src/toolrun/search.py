@@ -6,42 +6,13 @@ index = ToolIndex(tools)                                        # the index behi
 index.search("convert 100 euro to dollars", k=3)                # [SearchHit(tool, score), ...]
 ```
 
-Each tool is a document of three fields — its name, its description, and its parameters' names,
-descriptions and enum values — ranked by BM25 with per-field weights and English stemming. Names are split
-into words first (`math_toolkit.sumOfMultiples` → "math toolkit sum of multiples"), since providers' names
-glue words together that a query writes apart. A query is the bag of its words without common English stop
-words and bare numbers, so a question in plain language matches without any query syntax (and without any
-way to inject one).
-
-Two engines rank, the same way up to their stemmers and BM25 variants:
-
-* ``"bm25s"`` (the ``search`` extra: ``pip install 'toolrun[search]'``): the `bm25s` library's BM25 index
-  (Lucene variant) with the Snowball English stemmer of `PyStemmer`. A field weighs by how many times its
-  words are indexed (`_REPEATS`), so a name word counts in the term frequency and in the length like
-  several words of a description. Then pseudo-relevance feedback (RM3): the words that weigh most in a
-  query's `FEEDBACK_DOCS` best tools, and that the query lacks, are searched too, `FEEDBACK_TERMS` of them
-  with a small weight in all (`FEEDBACK_WEIGHT`), in the tools that share a word with the query: of the
-  tools that match "convert money", one that also speaks of currencies and exchange rates, as the best
-  matches do, moves up. A small lexicon closes the commonest vocabulary gaps between a question and a
-  tool doc: a currency's or a unit's name also searches "currency" or "unit" (`SYNONYMS`); written after a
-  number it is a value, weighed less (`VALUE_WEIGHT`); a value asked in another of its kind ("100 euro in
-  USD") searches "convert" and the kind; derived forms the stemmer leaves apart ("conversion" / "convert",
-  `_DERIVATIONS`) are searched too. It scores every sentence of a question in one pass, feedback included
-  (timings: bench/README.md, "Tool search").
-* ``"fts5"``: SQLite's FTS5 full-text engine (in the standard library: no extra dependency) with its
-  `bm25()` column weights and the Porter stemmer, without feedback. Its cost grows with the number of
-  tools sharing a word with the question.
-
-``ToolIndex(tools)`` uses bm25s when it is installed, FTS5 otherwise.
-
-``ToolIndex(tools, embed=model.encode)`` also re-ranks BM25's first `RERANK_POOL` documents of each ranking
-by meaning: `embed` is any text-embedding function (a list of texts in, one vector per text out, such as
-`model2vec`'s `StaticModel.encode`); toolrun ships and downloads no model. A document's score becomes its
-BM25 score as a share of the pool's best plus `EMBED_WEIGHT` × (its cosine similarity to the query − the
-pool's best cosine). A question of several sentences embeds each sentence that gets a place, and the mean
-of their vectors stands for the whole question when there are two or more. It needs numpy.
-
-Neither is imported by `import toolrun`: the engine loads when the first index is built.
+Each tool is a document of three fields (name split into words, description, parameters) ranked by BM25
+with per-field weights and English stemming; a query is the bag of its words, so plain language matches
+without any query syntax (and without any way to inject one). Two engines: `"bm25s"` (the `search` extra,
+with pseudo-relevance feedback and a small lexicon of currencies, units and derived forms) and `"fts5"`
+(SQLite, no extra dependency, no feedback); `ToolIndex` takes bm25s when it is installed. `embed=` re-ranks
+the best BM25 documents by meaning with any text-embedding function. Neither engine is imported by
+`import toolrun`. How each engine scores, and the measurements: docs/planning.md, "Tool search".
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import threading
 import time
+from typing import Any
 
 import anthropic
 import openai
@@ -164,3 +165,62 @@ def test_retry_policy_delays() -> None:
         RetryPolicy(jitter=2)
     with pytest.raises(ValueError, match="jitter"):
         RetryPolicy(max_retries=-1)
+
+
+async def test_retry_policy_call_retries_what_is_retryable_then_reraises() -> None:
+    """`RetryPolicy.call`: 1 + `max_retries` attempts of a retryable failure, waiting `delay` between them;
+    a failure that is not retryable, or asks to wait past `max_delay`, is raised at once; anything that is
+    not a `ProviderError` goes straight through."""
+    from toolrun.models import ProviderBadRequestError, ProviderUnavailableError
+
+    policy = RetryPolicy(max_retries=2, initial_delay=0.001, jitter=0, max_delay=1.0)
+
+    def failing(errors: list[BaseException], then: str = "ok") -> tuple[list[int], Any]:
+        calls: list[int] = []
+
+        async def attempt() -> str:
+            calls.append(1)
+            if len(calls) <= len(errors):
+                raise errors[len(calls) - 1]
+            return then
+
+        return calls, attempt
+
+    calls, attempt = failing([ProviderUnavailableError("down"), ProviderUnavailableError("down")])
+    assert await policy.call(attempt) == "ok" and len(calls) == 3
+    calls, attempt = failing([ProviderUnavailableError(f"down {n}") for n in range(3)])
+    with pytest.raises(ProviderUnavailableError, match="down 2"):
+        await policy.call(attempt)
+    assert len(calls) == 3
+    for error in (
+        ProviderBadRequestError("bad"),
+        ProviderRateLimitError("slow", retry_after=60),
+        ValueError("not the provider's"),
+    ):
+        calls, attempt = failing([error])
+        with pytest.raises(type(error)):
+            await policy.call(attempt)
+        assert len(calls) == 1
+    calls, attempt = failing([ProviderRateLimitError("slow", retry_after=0.01)])
+    assert await policy.call(attempt) == "ok" and len(calls) == 2
+
+
+def test_a_retrying_model_call_needs_no_retry_library() -> None:
+    """The retry loop is toolrun's own: a call that retries imports no tenacity (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from toolrun.models import ProviderUnavailableError, RetryPolicy\n"
+        "calls = []\n"
+        "async def attempt():\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 1:\n"
+        "        raise ProviderUnavailableError('down')\n"
+        "    return 'ok'\n"
+        "assert asyncio.run(RetryPolicy(initial_delay=0.001).call(attempt)) == 'ok'\n"
+        "print('tenacity' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

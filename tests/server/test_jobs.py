@@ -445,3 +445,66 @@ async def test_blocking_jobs_never_take_the_threads_of_other_users_sync_tools(ho
         return all(j["status"] == "completed" for j in jobs)
 
     await _until(all_done)
+
+
+class _EndlessJobs:
+    """A job store with one job that runs forever: a `toolrun` jobs stream over it never ends by itself."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    async def list_jobs(self, user_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        self.reads += 1
+        return [{"id": "job_1", "status": "running", "updated_at": 1.0, "progress": None}]
+
+
+async def test_a_quiet_jobs_stream_pings_and_stops_when_the_client_goes_away(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between changes the stream sends `: ping` comments (proxies keep it open); the client's disconnect
+    ends the response and the store is no longer read."""
+    from toolrun.server.routes import jobs as jobs_routes
+
+    monkeypatch.setattr(jobs_routes, "PING_SECONDS", 0.05)
+    store = _EndlessJobs()
+    service.app.state.toolrun_jobs = store
+    bodies: list[bytes] = []
+    pinged = asyncio.Event()
+    requested = False
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            bodies.append(message["body"])
+            if b": ping" in message["body"]:
+                pinged.set()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await pinged.wait()
+        return {"type": "http.disconnect"}
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/api/v1/jobs/events",
+        "raw_path": b"/api/v1/jobs/events",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"test"), (b"authorization", f"Bearer {service.alice.token}".encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("test", 80),
+    }
+    async with asyncio.timeout(20):
+        await service.app(scope, receive, send)
+    text = b"".join(bodies).decode()
+    assert text.startswith("id: jobs:1\r\nevent: job_progress\r\ndata: ")
+    assert ": ping" in text.split("\r\n\r\n", 1)[1]
+    reads = store.reads
+    await asyncio.sleep(0.6)  # longer than the stream's store interval: a stream still running reads again
+    assert store.reads == reads

@@ -102,3 +102,34 @@ async def test_frames_response_closes_its_frames_when_send_fails() -> None:
     with pytest.raises(OSError, match="went away"):
         await response({"type": "http"}, receive, send)
     assert closed == [True]
+
+
+async def test_pinged_adds_a_ping_while_the_frames_are_quiet_and_closes_them() -> None:
+    """`pinged` (the jobs stream): a `: ping` comment each `every` seconds the next frame takes; the frames
+    in order, unchanged; closing it early closes the frames (their `finally` runs)."""
+    from toolrun.server.sse import pinged
+
+    go_on = asyncio.Event()
+    closed: list[bool] = []
+
+    async def frames() -> Any:
+        try:
+            yield "data: 1\r\n\r\n"
+            await go_on.wait()  # quiet until the reader has seen a ping
+            yield "data: 2\r\n\r\n"
+            await asyncio.Event().wait()  # quiet for ever
+        finally:
+            closed.append(True)
+
+    got: list[str] = []
+    stream = pinged(frames(), 0.01)
+    async for frame in stream:
+        got.append(frame)
+        if frame.startswith(":"):
+            go_on.set()
+        if frame == "data: 2\r\n\r\n":
+            break
+    await stream.aclose()
+    assert got[0] == "data: 1\r\n\r\n" and got[-1] == "data: 2\r\n\r\n"
+    assert set(got[1:-1]) == {": ping\r\n\r\n"}
+    assert closed == [True]

@@ -57,10 +57,6 @@ class PlannerOutput(BaseModel):
         return self
 
 
-# The old name, still imported by `toolrun.integrations.langgraph`; remove once it imports `PlannerOutput`.
-Plan = PlannerOutput
-
-
 class PlanError(ValueError):
     """The model's answer is not a valid plan; the message says why, for the repair request."""
 

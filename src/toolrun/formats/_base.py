@@ -18,7 +18,8 @@ from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 from toolrun.exceptions import SchemaError
 from toolrun.formats._schema import SchemaTransformer
 from toolrun.results import ToolResult
-from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolCall
+from toolrun.tools import Tool, ToolCall
+from toolrun.tools._tool import PROVIDER_NAME_PATTERN
 
 __all__ = ["BaseFormat", "ToolCallParseError", "ToolNames", "WireFormat"]
 

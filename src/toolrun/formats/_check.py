@@ -19,7 +19,8 @@ from toolrun.formats._check_base import MAX_DEPTH, Provider, Report, Split, Viol
 from toolrun.formats._check_gemini import GeminiCheck
 from toolrun.formats._check_mcp import MCPCheck
 from toolrun.formats._check_openai import OpenAIChatCheck, OpenAIResponsesCheck
-from toolrun.tools import PROVIDER_NAME_PATTERN, Tool
+from toolrun.tools import Tool
+from toolrun.tools._tool import PROVIDER_NAME_PATTERN
 
 __all__ = ["MAX_DEPTH", "PROVIDERS", "Violation", "check", "check_request", "check_result"]
 

@@ -1,43 +1,8 @@
 """Anthropic Messages API wire format (`"anthropic"`).
 
-```json
-tools:    [{"name": "get_weather", "description": "...", "input_schema": {"type": "object", ...},
-            "strict": true, "input_examples": [{"city": "Paris"}]}]
-response: {"role": "assistant", "content": [
-            {"type": "text", "text": "Let me check."},
-            {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}]}
-result:   {"type": "tool_result", "tool_use_id": "toolu_01", "content": "...", "is_error": false}
-          (a content block of the next *user* message)
-```
-
-A result with content (`ToolResult.content`) gets a list of blocks as its `content`: `text` (the value as
-JSON, text blocks, notes for what Anthropic cannot take: audio, resource links, non-PDF binary files),
-`image` (`source` base64 with its media type, or `url`) and `document` (a PDF as base64 or by URL, a text
-file as a `text` source, titled with the file's name).
-
-`input_examples` is written when the tool declares examples (`ToolOptions.examples`); Anthropic reads it
-under its advanced-tool-use beta. `"strict": true` is written only in strict mode.
-
-Plain export keeps the schema as it is, except that `anyOf`/`oneOf`/`allOf` at the top level of
-`input_schema` are rejected by the API (ANT-SCHEMA-2): a top-level `allOf` is folded into the schema and a
-top-level `anyOf`/`oneOf` is stated in the description.
-
-Strict mode (strict tool use) rewrites the schema with `AnthropicStrictSchema`:
-
-- every object is closed (`"additionalProperties": false`); optional properties stay optional (no nulls);
-  an optional property whose only extra value is a `null` default loses the null branch (one union fewer);
-- numeric bounds, `minLength`/`maxLength`, `maxItems`, `minItems` above 1, `uniqueItems`, unknown `format`s
-  and regexes with lookaround or backreferences are moved into the description;
-- `oneOf` becomes `anyOf`, `allOf` is folded into one schema; `$defs` are kept, but recursive definitions
-  are inlined twice and then cut (strict tool use rejects recursion): an optional property that would
-  recurse further is left out, a required one becomes a string (the loss is stated in its description);
-- *any value* becomes a string (a union would spend the small union budget): the model sends text for it;
-- a free-form object (`dict[str, X]`, an object open to other keys) cannot be closed without letting the
-  model send only `{}`: such a tool is exported non-strict (no `"strict"`), named by `ANT-S-FREEFORM`;
-- budgets per definition: at most 24 optional properties (beyond that the deepest become required) and at
-  most 16 unions (beyond that the deepest keep only their first non-null branch, the others named in the
-  description). The same budgets apply to *all strict tools of one request* together, which one definition
-  cannot see: check a request with `toolrun.formats.check_request(..., "anthropic", strict=True)`.
+Exports a tool's definition (plain, or strict tool use with `AnthropicStrictSchema` and its per-request
+budgets), reads `tool_use` blocks, and writes `tool_result` blocks with their images and documents. What the
+export writes and changes, rule by rule: docs/formats.md, "Anthropic".
 """
 
 from __future__ import annotations

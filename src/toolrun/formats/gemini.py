@@ -1,55 +1,9 @@
 """Google Gemini wire format (`"gemini"`): Gemini API / Vertex AI function calling.
 
-```json
-tools:    [{"functionDeclarations": [
-            {"name": "get_weather", "description": "...",
-             "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}},
-                            "required": ["city"]}}]}]
-response: {"candidates": [{"content": {"role": "model", "parts": [
-            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "..."}}]}}]}
-result:   {"functionResponse": {"name": "get_weather", "response": {"output": ...}, "id": "..."}}
-          (a part of the next user turn; a failed call answers {"error": {"code", "message", ...}})
-```
-
-A result with content (`ToolResult.content`): its text blocks join the response (`{"output": value,
-"text": "..."}`), and the items Gemini takes inside a function response (PNG, JPEG and WebP images, PDFs,
-text files, as bytes) go to `functionResponse.parts` as `inlineData` (`mimeType`, base64 `data`,
-`displayName`). What it takes only as a part of the user turn (audio, GIFs, items by URL as `fileData`)
-comes from `content_followups`, to be appended to the same user turn after the function responses; resource
-links become text notes there.
-
-`definition` returns one FunctionDeclaration; the caller wraps the list in `{"functionDeclarations": [...]}`.
-A tool without parameters has no `parameters` key (an OBJECT without properties is rejected:
-"properties: should be non-empty for OBJECT type").
-
-The parameters use Gemini's `Schema` (an OpenAPI 3.0 subset), written by `GeminiSchema` so that only the
-oldest safe field set appears (`type, format, description, nullable, enum, maxItems, minItems, properties,
-required, items`; GEM-P-FIELDS):
-
-- types are upper case (`STRING`, `OBJECT`, ...), the spelling of Gemini's reference and SDK enum;
-- `null` unions become `"nullable": true`; any other union (`anyOf`, `oneOf`, a `type` list) keeps its first
-  non-null alternative and names the others in the description ("Also accepts: integer.");
-- `$ref`s are inlined (Gemini's old Schema has none); recursion is expanded twice, then cut: an optional
-  property that would recurse further is left out, a required one becomes STRING (the loss is stated);
-- enums must be strings: a non-string enum (or `const`) is stated in the description instead
-  ("Allowed values: 1, 2, 3."), as BFCL does;
-- every other keyword (`default`, `minimum`, `pattern`, `minLength`, `title`-less metadata aside) is moved
-  into the description; formats other than `float`/`double` (NUMBER), `int32`/`int64` (INTEGER) and
-  `date-time` (STRING) likewise;
-- *any value* becomes STRING (the model sends text); a free-form object becomes an OBJECT without
-  `properties`; an array without an item type gets STRING items; `additionalProperties: false` is dropped
-  (the API rejects the keyword; the tool's validator still refuses unknown fields).
-
-Gemini has no strict mode: `strict=True` gives the same definition as `strict=False`.
-
-Names must start with a letter or `_` and be at most 63 characters (GEM-NAME-1, safe intersection). A name
-that starts with a digit gets a `_` in front; a longer one is shortened with a hash. `parse_tool_calls`
-maps both back when given `names`. Parameter names outside `[a-zA-Z_][a-zA-Z0-9_]*` (GEM-PNAME-1) cannot be
-renamed (the tool's validator knows them as they are): the checker reports them as warnings.
-
-Gemini may send a `functionCall` without an `id`. Then a stable id is made from the call's position, name
-and arguments (prefix `toolrun_gemini_`); `tool_result_message` leaves such ids out of the response and
-Gemini matches the response by name and order.
+Exports a FunctionDeclaration whose parameters `GeminiSchema` writes in the oldest safe subset of Gemini's
+`Schema`, reads `functionCall` parts (making a stable id when Gemini sends none), and writes
+`functionResponse` parts with their inline data. What the export writes and changes, rule by rule:
+docs/formats.md, "Gemini".
 """
 
 from __future__ import annotations
@@ -87,7 +41,8 @@ from toolrun.formats._schema import (
     words,
 )
 from toolrun.results import ToolResult
-from toolrun.tools import PROVIDER_NAME_PATTERN, Tool, ToolCall
+from toolrun.tools import Tool, ToolCall
+from toolrun.tools._tool import PROVIDER_NAME_PATTERN
 
 __all__ = ["GENERATED_ID_PREFIX", "GeminiFormat", "GeminiSchema", "gemini_name"]
 

@@ -1,31 +1,8 @@
 """Model Context Protocol wire format (`"mcp"`): `tools/list` entries, `tools/call`, `CallToolResult`.
 
-```json
-tool:    {"name": "get_weather", "description": "...",
-          "inputSchema": {"type": "object", ...}, "outputSchema": {"type": "object", ...},
-          "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true,
-                          "openWorldHint": true}}
-call:    {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-          "params": {"name": "get_weather", "arguments": {"city": "Paris"}}}
-result:  {"content": [{"type": "text", "text": "..."}], "structuredContent": {...}, "isError": false}
-```
-
-MCP takes plain JSON Schema, so `inputSchema` is the tool's parameters as they are (boolean sub-schemas
-become objects). `outputSchema` must describe an object: an output type that is not an object (a number,
-a list, an optional model) is wrapped as `{"type": "object", "properties": {"result": ...},
-"required": ["result"]}`, and `structuredContent` is then `{"result": value}` to match.
-
-`annotations` come from the tool's options: `readOnlyHint` (`read_only`), `destructiveHint`
-(`destructive`), `idempotentHint` (`idempotent`, implied by `read_only`), `openWorldHint` (`open_world`,
-left out when unknown), `title` (`title`, left out when unset).
-
-A result with content (`ToolResult.content`) answers with one block per item after the value's text:
-`text`, `image` and `audio` (base64 `data`, `mimeType`), a file as an embedded `resource` (`blob`, or `text`
-for a text file, under a `toolrun:` URI naming the call and the file), and `resource_link` for resource
-links and for images or files known only by URL.
-
-MCP has no strict mode: `strict=True` gives the same definition as `strict=False`. Tool names are sent as
-given (MCP allows `.`); a name with `:` draws a checker warning (the spec's naming rule is a SHOULD).
+MCP takes plain JSON Schema, so the export keeps the tool's parameters as they are; an output schema that
+is not an object is wrapped, and the tool's options become `annotations`. What it writes: docs/formats.md,
+"MCP".
 """
 
 from __future__ import annotations
@@ -38,7 +15,8 @@ from toolrun.formats._base import BaseFormat, Reader, ToolNames, original_name, 
 from toolrun.formats._content import has_content, is_text_file, parts, text_of
 from toolrun.formats._schema import SchemaTransformer
 from toolrun.results import ToolResult
-from toolrun.tools import NAME_PATTERN, Tool, ToolCall
+from toolrun.tools import Tool, ToolCall
+from toolrun.tools._tool import NAME_PATTERN
 
 __all__ = ["MCPFormat", "content_block", "output_schema"]
 

@@ -1,69 +1,8 @@
 """OpenAI wire formats: Chat Completions (`"openai"`) and the Responses API (`"openai-responses"`).
 
-Chat Completions
-
-```json
-tools:    [{"type": "function",
-            "function": {"name": "get_weather", "description": "...", "parameters": {...}, "strict": true}}]
-response: {"choices": [{"message": {"role": "assistant", "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}}]}
-result:   {"role": "tool", "tool_call_id": "call_1", "content": "..."}
-```
-
-Tool messages take text only. A result with content (`ToolResult.content`) keeps its text there (the value,
-text blocks, and a one-line note per image or file); the images, audio and files themselves travel in one
-*user* message after the turn's tool messages (`content_followups`), opened by a text part naming each call:
-`{"role": "user", "content": [{"type": "text", "text": "Content returned by the tool call call_1 ..."},
-{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}, {"type": "file", "file":
-{"filename": "r.pdf", "file_data": "data:application/pdf;base64,..."}}, {"type": "input_audio",
-"input_audio": {"data": "...", "format": "wav"}}]}`. Text files are sent as text parts; what the API cannot
-take (audio other than WAV/MP3, files by URL, resource links) stays a note.
-
-Responses API (flat tools; calls and results are items)
-
-```json
-tools:    [{"type": "function", "name": "get_weather", "description": "...", "parameters": {...},
-            "strict": false}]
-response: {"output": [{"type": "function_call", "call_id": "call_1", "name": "get_weather",
-                       "arguments": "{\\"city\\": \\"Paris\\"}"}]}
-result:   {"type": "function_call_output", "call_id": "call_1", "output": "..."}
-```
-
-A result with content answers with a list of parts instead of a string: `input_text` (the value as JSON,
-text blocks, text files, notes for audio and resource links), `input_image` (`image_url`: a data URL or
-the image's URL, `"detail": "auto"`) and `input_file` (`file_data` data URL, or `file_url`, with `filename`).
-
-`strict` is always written out: Chat Completions defaults it to false, the Responses API to true
-(OAI-STRICT-DEFAULT), so leaving it out would mean different things on the two APIs.
-
-Plain export keeps the parameters schema as it is, except that `anyOf`/`oneOf`/`allOf` at its top level
-(which OpenAI advises against, OAI-PARAMS-1) are folded into the root or stated in its description.
-
-Strict mode (`strict=True`, Structured Outputs) rewrites the parameters schema with `OpenAIStrictSchema`:
-
-- every object is closed (`"additionalProperties": false`) and lists every property in `required`;
-- an optional *parameter* (a property of the root object) becomes nullable instead (`["integer", "null"]`, or
-  `anyOf [..., {"type": "null"}]`): the tool's validator reads `null` there as "use the default", so the model
-  may still leave it out. Optional properties of *nested* objects become required as they are (the validator
-  would reject a `null` there), so the model must fill them; their default is stated in the description;
-- `default` is dropped (OAI-S-DEFAULT) and stated in the description ("Default: 10."); so is every keyword
-  outside the strict subset (`minLength`, `maxLength`, unknown `format`s, `uniqueItems`, `not`, ...);
-- `oneOf` becomes `anyOf`; `allOf` is folded into one schema; a `type` list of several types becomes `anyOf`;
-  a `$ref` with sibling keywords is wrapped as `anyOf: [{"$ref": ...}]`; `$defs` and recursion are kept;
-- *any value* (`{}`, a parameter with no type) becomes `anyOf` of string, number, boolean, null and an array
-  of those: objects and nested arrays cannot be sent for it in strict mode;
-- a free-form object (`dict[str, int]`, `list[dict]`, `{"type": "object"}` without properties, an object open
-  to other keys) cannot be expressed: strict mode could only close it, and the model could then send only
-  `{}`. Such a tool is exported non-strict (`"strict": false`, the plain schema, faithful), and the checker
-  names each such object (`OAI-S-FREEFORM`, from `check(tool, ...)` or `check(definition, ..., strict=True)`);
-  *any value* narrowed to scalars is reported as `OAI-S-ANY` by `check(tool, ...)`;
-- tuples (`prefixItems`) become arrays of exactly that many items, each item any of the listed types (the
-  position of each type is stated in the description).
-
-Schemas beyond OpenAI's hard strict-mode limits (more than 10 levels of nesting, 5,000 properties, 1,000 enum
-values, 120,000 characters of names and values) raise `SchemaError` instead of producing a definition the API
-would reject. More than 500 enum values pass with a checker warning (an older, undocumented limit).
+Each exports a tool's definition (plain, or strict for Structured Outputs with `OpenAIStrictSchema`), reads
+the tool calls of a response, and writes tool results, with their images and files, as the API takes them.
+What the export writes and changes, rule by rule: docs/formats.md, "OpenAI".
 """
 
 from __future__ import annotations

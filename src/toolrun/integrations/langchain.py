@@ -40,7 +40,8 @@ from pydantic import BaseModel
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import ToolExecutor
-from toolrun.tools import ProgressThrottle, Tool, ToolCall, ToolContext
+from toolrun.tools import Tool, ToolCall, ToolContext
+from toolrun.tools._context import ProgressThrottle
 
 __all__ = [
     "ContextSource",

@@ -1,75 +1,14 @@
 """LangGraph nodes that run tool calls through toolrun's executor (extra `langgraph`).
 
-```python
-from toolrun.integrations.langgraph import ToolrunNode
+`ToolrunNode(executor)` replaces `langgraph.prebuilt.ToolNode`: it answers every tool call of the last AI
+message with exactly one `ToolMessage`, in call order, failures included, and runs nothing twice on a
+resume. Calls that need a person's approval are held by the executor first and asked for in ONE
+`interrupt()` shaped like LangChain's human-in-the-loop request; `Command(resume=...)` approves, edits or
+rejects them, and an answer that does not fit exactly runs nothing and interrupts again. Progress reports
+go to LangGraph's custom stream. `PlannerNode`, `plan_router` and `PlannedCallsNode` give graphs without
+native tool calling toolrun's JSON plan.
 
-graph = StateGraph(MessagesState)
-graph.add_node("agent", call_model)
-graph.add_node("tools", ToolrunNode(executor))        # instead of langgraph.prebuilt.ToolNode(tools)
-...
-app = graph.compile(checkpointer=InMemorySaver())     # or the SQLite / PostgreSQL savers
-state = await app.ainvoke({"messages": [...]}, {"configurable": {"thread_id": "t1", "user_id": "u1"}})
-state["__interrupt__"][0].value          # {"action_requests": [...], "review_configs": [...], ...}
-await app.ainvoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), config)
-```
-
-**One result per call.** `ToolrunNode` answers every tool call of the last AI message (its
-`invalid_tool_calls` too) with exactly one `ToolMessage`, failures included, in call order; calls that
-already have a `ToolMessage` after that AI message are not run again.
-
-**Confirmations through `interrupt()`.** Before anything in the batch runs, the calls of tools that need a
-person's approval are held by the executor (bound to the user, the tool and the exact arguments) and ONE
-interrupt lists them all, shaped like LangChain's human-in-the-loop request (`action_requests` with
-`name`, `args`, `description`, plus toolrun's `confirmation_id` and `tool_call_id`; `review_configs` with
-`allowed_decisions: ["approve", "edit", "reject"]`). Answer with `Command(resume=...)`, either LangChain's
-`{"decisions": [{"type": "approve"}, {"type": "reject", "message": "..."}]}` (one per action, in order) or
-`{confirmation_id: True | False}` (or a decision). An answer that does not fit exactly (unknown or missing
-confirmation ids, non-boolean decisions, another user's ids) runs nothing: the node interrupts again with
-the same request and an `error` saying what was wrong.
-
-**Edit, then approve.** `{"type": "edit", "edited_action": {"name": <the same tool>, "args": {...}}}`
-approves the call with the person's arguments (all of them), by the executor's edit path: before anything
-in the batch runs, every edit is validated and previewed again (`executor.preview_edit`); one the tool
-refuses interrupts again with the error (nothing ran, the calls stay held). Then the call runs once, bound
-to the new arguments (`executor.approve(..., arguments=...)`), and its `ToolMessage` tells the model what
-the person changed. An edit cannot change the tool, nor carry anything but a name and arguments.
-
-**Exactly once.** LangGraph re-runs a node from the top on resume. The node finds the confirmations it
-already holds (by user, thread and tool-call id, through `executor.pending_confirmations`) instead of
-asking again, so the ids in the interrupt stay valid; each approval is consumed atomically by
-`executor.approve`, so an approved call runs once, and a replayed or concurrent resume finds it used
-(`CONFIRMATION_NOT_FOUND`) rather than running it twice. Denials produce a `ToolMessage` saying the user
-declined. Nothing runs before the answer, so no finished call is ever re-run by a resume.
-
-**A positional answer is bound to what was shown.** `{"decisions": [...]}` names no confirmation id, so it
-decides only the confirmations the node found still held (the ones its request showed). A call the node
-had to hold anew in this run (the shown confirmation was used by an earlier resume, as after a time
-travel to the checkpoint before the node; decided through another door; expired) was shown to nobody: its
-new confirmation is withdrawn unused and the call ends `CONFIRMATION_NOT_FOUND` (audited as a refusal),
-never approved by that answer. Answers keyed by confirmation id name their request themselves.
-
-**Who is calling.** The `ToolContext` comes from `context` (a context, or a function of the state and the
-config) or, by default, from `config["configurable"]["user_id"]`; its `conversation_id` defaults to the
-thread id, which is how the node tells its own confirmations from another thread's.
-
-**Progress.** While a call runs, what it reports (`ctx.report_progress`, an async generator tool's
-partial results) is written to LangGraph's custom stream (`get_stream_writer()`): stream the graph with
-`stream_mode="custom"` (or a list including it) to receive, at most every `progress_interval` seconds per
-call (the last report of a call with a `total` always),
-
-```python
-{"type": "tool_progress", "tool_call_id": "call_1", "name": "crunch", "progress": 3, "total": 10,
- "message": "crunching"}
-```
-
-An async generator tool's partial result adds `"partial"`: the value as JSON data (its text is the
-`"message"`). Nothing is written after the call ended, and nothing reaches the audit. A node invoked
-outside a graph (no stream writer) runs its calls without a reporter, as before.
-
-**Planner mode.** For graphs without native tool calling, `PlannerNode` asks the model for toolrun's JSON
-plan and writes `tool_calls`, `needs_user_input`, `input_request` (and `intent`) into the state;
-`plan_router` picks the next node (`execute_tools` / `execute_queries` / `respond`), and
-`PlannedCallsNode` runs the planned calls (with the same confirmation interrupts) into `tool_results`.
+The whole contract (interrupt and answer shapes, exactly-once, who is calling, progress): docs/langgraph.md.
 """
 
 from __future__ import annotations
@@ -84,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import interrupt
 
-from toolrun.agent._planner import Plan, PlanError, parse_plan, planner_prompt, repair_prompt
+from toolrun.agent._planner import PlanError, PlannerOutput, parse_plan, planner_prompt, repair_prompt
 from toolrun.integrations.langchain import progress_to_stream, run_sync, stream_writer, tool_message
 from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
 from toolrun.models import SystemMessage as TRSystemMessage
@@ -92,7 +31,8 @@ from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor, _errors
 from toolrun.store import NO_USER, PendingConfirmation
-from toolrun.tools import ProgressThrottle, ToolCall, ToolContext
+from toolrun.tools import ToolCall, ToolContext
+from toolrun.tools._context import ProgressThrottle
 
 __all__ = [
     "NodeContext",
@@ -674,7 +614,7 @@ class PlannerNode:
             TRSystemMessage(content=planner_prompt(self.instructions, self.tools.describe())),
             *_toolrun_messages(state, self.input_key),
         ]
-        plan: Plan | None = None
+        plan: PlannerOutput | None = None
         problem: str | None = None
         try:
             for attempt in range(2):

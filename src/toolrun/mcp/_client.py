@@ -1,48 +1,13 @@
-"""A remote MCP server's tools as toolrun `Tool`s, run through toolrun's executor.
+"""A remote MCP server's tools as toolrun `Tool`s, run through toolrun's executor (`MCPToolset`).
 
-```python
-async with MCPToolset("http://127.0.0.1:8000/mcp", headers={"Authorization": "Bearer ..."},
-                      prefix="remote") as remote:
-    await remote.register(registry)
-    result = await ToolExecutor(registry).execute(ToolCall(name="remote_search", arguments=...), ctx)
-```
-
-What the executor gets for each remote tool:
-
-- the remote `inputSchema` (validation before anything is sent; unknown fields refused);
-- `timeout` (the call is cancelled on the server too: the SDK sends `notifications/cancelled`);
-- `retries` only where the remote says `idempotentHint` (or read-only);
-- annotations are **untrusted** unless `trusted=True`: a tool is read-only only if it says so, and every
-  other tool is destructive, so it needs a person's confirmation before it is sent. Trusted servers' hints
-  are taken as the spec defines them (`destructiveHint` defaults to true).
-
-A remote input request (elicitation) during a call: a yes/no confirmation of a call the user already
-approved in toolrun is answered yes; anything else is refused and the call ends with
-`NEEDS_USER_INPUT` (the question and the requested fields in `details`), a pause for the model to ask.
-
-Failures are tool errors, never hangs: a server that cannot be reached in `connect_timeout`, that dies
-(`REMOTE_UNAVAILABLE`, and the next call reconnects — a restarted server is picked up), a protocol error
-or an answer the SDK refuses, such as structured content that breaks the tool's output schema
-(`REMOTE_ERROR`: the server answered, the connection stays), or a tool error (`REMOTE_TOOL_ERROR`, with
-the remote's text).
-
-A server that answers a call with an MCP task (the Tasks extension, which the toolset declares) is polled
-until the task ends, within the same `timeout`; a task still running then is cancelled on the server. A
-2025-11-25 tool that must be called as a task (`execution.taskSupport: "required"`) is called as one
-(`tools/call` with `task`, `tasks/get`, `tasks/result`; `tasks/cancel` when the `timeout` runs out).
-
-Results are the remote's, whole: text blocks make the value (a string; or the structured content, when
-the server gives one), images, audio, files and resource links stay content items. A long value is cut
-by the output budget (`output_budget`, 4,000 characters by default, as for a local
-`@tool(output_budget=...)`): the model sees the cut with a note, and pages the whole with the built-in
-`read_result` tool.
-
-A URL elicitation, asked by request or by the -32042 error (`URLElicitationRequiredError`), ends the call
-with `NEEDS_USER_INPUT`: `details["input_request"]` holds the message and the (http or https) URL to open.
-
-Resource links a remote tool returns can be read: `await toolset.read_resource(uri_or_link)` (content
-items), and, for the model, the `read_resource` tool (`<prefix>_read_resource`) listed beside the server's
-tools when the server has resources; it opens only links this server returned to the same user.
+Each remote tool gets the executor's gates: its `inputSchema` validated before anything is sent, a
+`timeout` that cancels the call on the server too, retries only where the remote says it is idempotent,
+and its annotations **untrusted** unless `trusted=True` (every tool not read-only is destructive, so a
+person confirms it first). Failures are tool errors, never hangs (`REMOTE_UNAVAILABLE`, `REMOTE_ERROR`,
+`REMOTE_TOOL_ERROR`); an elicitation the user has not already answered in toolrun ends the call with
+`NEEDS_USER_INPUT`; an MCP task is polled within the same `timeout`. Results are the remote's, whole, cut
+by the output budget (`read_result` pages them), and resource links it returns can be read back by the
+same user (`read_resource`). Usage and every rule: docs/mcp.md, "Using a remote MCP server's tools".
 """
 
 from __future__ import annotations
@@ -79,7 +44,8 @@ from toolrun.exceptions import ToolrunError
 from toolrun.mcp._tasks_client import LEGACY_TASKS_VERSION, TasksExtension
 from toolrun.registry import ToolRegistry
 from toolrun.results import ToolError
-from toolrun.tools import OutputBudget, Tool, ToolContext
+from toolrun.tools import Tool, ToolContext
+from toolrun.tools._options import OutputBudget
 from toolrun.tools._tool import NAME_PATTERN
 
 __all__ = ["MCPToolset", "import_tools"]

@@ -1,30 +1,20 @@
 """Confirming a destructive call with the human behind an MCP client.
 
-The executor holds the call back (`confirmation_required`, a `PendingConfirmation` in its store: bound to
-the user, the tool and the keyed argument hash, expiring, single use). This module asks the person:
+The executor holds the call back (a pending confirmation bound to the user, the tool and the keyed
+argument hash, expiring, single use); this module asks the person: on 2025 protocol versions with an
+`elicitation/create` request while the `tools/call` waits; on 2026-07-28 with an `InputRequiredResult`
+whose `requestState` is sealed here (confirmation id, principal, tool, argument hash, expiry; keyed
+BLAKE2b with the executor's key), checked when the client retries, and consumed through
+`executor.approve` / `executor.deny`, so a state works once. A client that cannot ask its user gets an
+`isError` result, and the pending call is withdrawn.
 
-- 2025 protocol versions: an `elicitation/create` request sent while the `tools/call` waits.
-- 2026-07-28: an `InputRequiredResult` whose `requestState` is sealed here: the confirmation id, the
-  principal, the tool, the argument hash and the expiry, MAC'd with the executor's key (keyed BLAKE2b, the
-  key of its argument hashes). The client retries `tools/call` with the user's answer and the state; the
-  state is checked (MAC, expiry, principal, tool, arguments) and the confirmation is consumed through
-  `executor.approve` / `executor.deny`, so a state works once.
-
-A client that cannot ask its user (no form elicitation) gets an `isError` result saying the action needs
-confirmation: the pending call is withdrawn and nothing runs.
-
-Edit, then approve: the form also carries one field per argument a form can hold (a string, a number, an
-integer, a boolean or a string enum at the top level; `editable_fields`), filled with the call's values.
-A person who changes some and approves is not taken at their word yet: the edited call is validated and
-previewed again by the executor (`preview_edit`), and the person is asked once more with the new preview
-and what changed; only an approval of exactly the previewed arguments runs, through
-`executor.approve(..., arguments=...)` (bound to them, once; the model is told what changed). Arguments a
-form cannot hold (objects, arrays) keep their values: an answer that names a field the form did not offer
-is refused whole and nothing runs. An edit the tool refuses asks again with the error (the call stays
-held). In the 2026-07-28 rounds the sealed state carries the previewed edit itself (`v`) and a round
-count: the answer is read against what the person was last shown (a field the answer leaves out keeps
-the value shown, as in the 2025 rounds), so an approval runs exactly that; any other arguments, the held
-call's included once an edit was shown, lead to another preview, never to a call nobody saw last.
+Edit, then approve: the form carries one field per argument a form can hold (`editable_fields`). An edited
+answer is validated and previewed again (`executor.preview_edit`) and asked once more; only an approval of
+exactly the previewed arguments runs (`executor.approve(..., arguments=...)`). An answer naming a field the
+form did not offer is refused whole; an edit the tool refuses asks again with the error. In the
+2026-07-28 rounds the sealed state carries the previewed edit and a round count, so an answer is read
+against what the person was last shown, never run as a call nobody saw last. docs/mcp.md, "Confirming
+destructive tools with a person".
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ from toolrun.mcp._tasks import MCPTaskStore, MemoryTaskStore
 from toolrun.registry import ToolSet
 from toolrun.results import ToolResult
 from toolrun.runtime import ToolExecutor
-from toolrun.tools import ProgressThrottle, Tool, ToolCall, ToolContext
+from toolrun.tools import Tool, ToolCall, ToolContext
+from toolrun.tools._context import ProgressThrottle
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "ToolrunMCPServer", "create_server", "serve_stdio"]
 

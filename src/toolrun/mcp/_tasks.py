@@ -1,38 +1,15 @@
 """MCP Tasks on toolrun's server: the `io.modelcontextprotocol/tasks` extension (SEP-2663).
 
-Implemented revision: the extension's specification as published in `modelcontextprotocol/ext-tasks`
+Implemented revision: the extension's specification in `modelcontextprotocol/ext-tasks`
 (`specification/draft/tasks.md`, commit e434597), on the 2026-07-28 protocol. The official Python SDK
-carries the extension's reserved vocabulary (`resultType: "task"` passes its result sieve, a client can
-claim it) but no task runtime, so the runtime is here.
-
-What a client sees (section names are the specification's):
-
-- *Capability Negotiation*: the server lists the extension in `capabilities.extensions` (`server/discover`).
-  A `tools/call` of a `@tool(background=True)` tool whose request declares the extension in its `_meta`
-  client capabilities is answered with a `CreateTaskResult` (*Task Creation*: `resultType: "task"`, the
-  task's fields flat). The task exists before that answer is sent (the store has recorded it). A request
-  without the declaration is answered inline, as before: the server never needs a task to serve a call,
-  so it never answers `-32021` to a `tools/call`.
-- *Task Polling*: `tasks/get` → the `DetailedTask` (`resultType: "complete"`): `working` (with the tool's
-  latest progress as `statusMessage`), `completed` with the `CallToolResult` inlined as `result` (a
-  tool's failure included: `isError: true`), `failed` with a JSON-RPC `error` only when the call broke at
-  the protocol level, or `cancelled`. Every answer carries `pollIntervalMs` and `ttlMs`.
-- *Task Update Requests*: `tasks/update` is acknowledged for a known task; toolrun's background tools never
-  ask for input (a background tool cannot need a confirmation), so every response is for a key that is not
-  outstanding and is ignored, as the specification says a server should.
-- *Task Cancellation*: `tasks/cancel` is acknowledged (empty result); a running task is cancelled
-  (cooperatively: its tool is cancelled, and it ends `cancelled`); a finished one stays as it finished.
-- *Error Handling*: an unknown, expired, tampered or someone else's task id is `-32602` for each of the
-  three methods (the same answer, so a caller learns nothing about other callers' ids); a request to
-  `tasks/*` that does not declare the extension is `-32021` with the `requiredCapabilities` data; over
-  Streamable HTTP, one whose `Mcp-Name` header is missing or is not its `taskId` is `-32020` (HTTP 400;
-  *Streamable HTTP: Routing Headers*).
-- *Security Considerations*: ids carry 128 random bits; every request is checked against the caller
-  (the principal's user id), and there is no `tasks/list`.
-
-Left out: `notifications/tasks` over `subscriptions/listen` (optional, *Task Status Notifications*); the
-`input_required` status (no toolrun tool asks for input from inside a task). 2025-11-25 connections get
-that revision's experimental tasks instead (`_tasks_legacy`), over the same stores.
+carries the extension's vocabulary but no task runtime, so the runtime is here: a `tools/call` of a
+`@tool(background=True)` tool from a client that declares the extension is answered with a task, which
+`tasks/get`, `tasks/update` and `tasks/cancel` then serve; a client that does not declare it is answered
+inline. Every task request is checked against its caller (an unknown, expired or someone else's id is the
+same `-32602`), ids carry 128 random bits, and there is no `tasks/list`. Left out: `notifications/tasks`
+(optional) and the `input_required` status. 2025-11-25 connections get that revision's experimental tasks
+instead (`_tasks_legacy`), over the same stores. Each method's answers: docs/mcp.md, "Long-running tools
+as MCP tasks".
 """
 
 from __future__ import annotations

@@ -3,26 +3,17 @@
 The official SDK lets a client extension claim an extra result shape of `tools/call` and finish it; this
 is that extension for `io.modelcontextprotocol/tasks` (the ext-tasks specification, `tasks.md`, commit
 e434597; protocol 2026-07-28). With it in `mcp.Client(extensions=[...])`, every request declares the
-extension (*Capability Negotiation*), and a `CreateTaskResult` (`resultType: "task"`) is resolved here:
+extension, and a `CreateTaskResult` is polled with `tasks/get` (at the server's `pollIntervalMs`, within
+`min_poll_interval` and `max_poll_interval`) until it ends: `completed` gives its `CallToolResult`, `failed`
+raises its JSON-RPC error as `MCPError`, `cancelled` and `input_required` (a toolrun client has no one to
+ask mid-task) become `isError` results. A cancelled wait (the caller's timeout) sends `tasks/cancel` first,
+bounded by `cancel_timeout`. `tasks/*` requests name the task in `Mcp-Name` on Streamable HTTP.
 
-- *Task Polling*: `tasks/get` every `pollIntervalMs` (the server's suggestion, as last given; bounded
-  between `min_poll_interval` and `max_poll_interval`) until the task is terminal;
-- `completed` → its inlined `CallToolResult` (an `isError` one included); `failed` → the task's JSON-RPC
-  error raised as `MCPError`; `cancelled` → an `isError` result saying so; `input_required` → the task
-  is cancelled and the answer is an `isError` result (a toolrun client has no one to ask mid-task);
-- *Task Cancellation*: when the wait is cancelled (the caller's timeout), `tasks/cancel` is sent before
-  the cancellation goes on (bounded by `cancel_timeout`); a client may forget the task then.
-
-`tasks/*` requests name the task in `Mcp-Name` on Streamable HTTP (*Streamable HTTP: Routing Headers*).
-
-On a 2025-11-25 connection a tool may say `execution.taskSupport: "required"`: a plain call of it is refused
-(-32601), so `call_legacy_task` calls it as that revision's task (`basic/utilities/tasks`): `tools/call`
-with `params.task`, answered by a `CreateTaskResult`; `tasks/get` at the server's `pollInterval` until the
-task is `input_required` or terminal; then `tasks/result`, which gives the `CallToolResult` (and carries
-the server's requests of the task, such as an elicitation, while it waits). Cancelled or timed out before
-that: `tasks/cancel`. The SDK has this revision's task types but no client for them, and it checks every
-2025 `tools/call` answer as a `CallToolResult`, so the creating request alone goes through the session's
-dispatcher (see `_send_task_call`); the others through `send_request`.
+On a 2025-11-25 connection a tool that says `execution.taskSupport: "required"` is called as that
+revision's task (`call_legacy_task`: `tools/call` with `params.task`, `tasks/get`, then `tasks/result`;
+`tasks/cancel` when cancelled). The SDK has that revision's task types but no client for them, and checks
+every 2025 `tools/call` answer as a `CallToolResult`, so the creating request alone goes through the
+session's dispatcher (`_send_task_call`).
 """
 
 from __future__ import annotations

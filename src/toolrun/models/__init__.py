@@ -23,11 +23,7 @@ from toolrun.models._errors import (
     ScriptExhaustedError,
     UnknownModelError,
 )
-from toolrun.models._history import clean_text as clean_text  # not public; server/ still imports it from here
 from toolrun.models._history import history_problems
-from toolrun.models._history import (
-    repair_history as repair_history,  # not public; server/ still imports it from here
-)
 from toolrun.models._infer import infer_model
 from toolrun.models._messages import (
     AssistantMessage,
@@ -48,9 +44,6 @@ from toolrun.models._messages import (
     UserMessage,
     messages_from_json,
     messages_to_json,
-)
-from toolrun.models._messages import (
-    message_from_dict as message_from_dict,  # not public; server/ still imports it from here
 )
 from toolrun.models.anthropic import AnthropicModel
 from toolrun.models.function import FunctionModel

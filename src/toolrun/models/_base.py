@@ -6,13 +6,10 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from toolrun.models._errors import ProviderError, ProviderRateLimitError
 from toolrun.models._messages import ModelRequest, ModelResponse, StreamEvent
-
-if TYPE_CHECKING:
-    from tenacity import RetryCallState
 
 __all__ = ["Model", "RetryPolicy"]
 
@@ -91,31 +88,12 @@ class RetryPolicy:
 
     async def call(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run `attempt` until it succeeds, fails for good, or the retries are spent (then re-raise)."""
-        # The first attempt runs as it is: nearly every request succeeds at once, and building tenacity's
-        # retry machinery for it cost more than the rest of the policy (≈0.1 ms a model request). tenacity
-        # takes over from the first retryable failure (imported then: `import toolrun.agent` skips it).
-        try:
-            return await attempt()
-        except ProviderError as error:
-            if not error.retryable or self._stops(1, error):
-                raise
-            first = error
-        from tenacity import AsyncRetrying, retry_if_exception
-
-        def outcome(state: RetryCallState) -> BaseException | None:
-            return state.outcome.exception() if state.outcome is not None else None
-
-        # tenacity counts from the second attempt here, hence the + 1.
-        retrying = AsyncRetrying(
-            stop=lambda state: self._stops(state.attempt_number + 1, outcome(state)),
-            wait=lambda state: self.delay(state.attempt_number + 1, outcome(state)),
-            retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
-            reraise=True,
-            sleep=asyncio.sleep,
-        )
-
-        async def run() -> T:  # tenacity awaits only coroutine functions, not lambdas returning coroutines
-            return await attempt()
-
-        await asyncio.sleep(self.delay(1, first))
-        return await retrying(run)
+        retry = 0
+        while True:
+            try:
+                return await attempt()
+            except ProviderError as error:
+                retry += 1
+                if not error.retryable or self._stops(retry, error):
+                    raise
+                await asyncio.sleep(self.delay(retry, error))

@@ -8,33 +8,13 @@ results = await executor.chain([{"id": "a", "tool": "search", "arguments": {"q":
                                 {"id": "b", "tool": "get", "arguments": {"id": "$a.items.0.id"}}], ctx)
 ```
 
-**Never raises.** Every failure is a `ToolResult` with an `ErrorCode`. The one exception is the
-caller's own cancellation: if the task awaiting `execute` is cancelled, `CancelledError` propagates (as
-asyncio requires) after the call is recorded as `cancelled`; a tool's own `CancelledError`, timeout or
-crash is a result. A tool that does not stop within `cancel_grace` seconds after its time box cancelled
-it is closed (`TIMEOUT` with `details["abandoned"]`); see docs/executor.md, "Timeouts and cancellation".
-
-**Stages** are middleware objects, `async __call__(invocation, call_next) -> ToolResult`, optionally with
-`applies_to(tool) -> bool`; each tool's chain is built once per registry version from the stages that
-apply to it (see `Middleware`). Order: lookup, access, validation (always, in the executor), your
-middleware, `ConfirmationStage`, `RateLimitStage`, `CacheStage`, then the `RunStage` (deadline, budget,
-session snapshot, handler with timeout and retries, result conversion).
-
-**Confirmations.** A call of a tool that `requires_confirmation` is stored as a `PendingConfirmation`
-(id, user — `NO_USER` without one —, tool, keyed hash of the canonical JSON of the *validated* arguments,
-the agent run it came from, the call, created and expiry times, a summary showing every argument value for
-the user's UI, and the full validated arguments) and answered with `status="confirmation_required"`.
-`approve(id, ctx)` consumes it atomically (single use, only by its user and in its run, not after expiry)
-and runs the stored call through the stages after confirmation, returning its result under the original
-call id; `deny(id, ctx, reason)` consumes it and returns `CONFIRMATION_DENIED`. `execute(call, ctx,
-approval=id)` accepts a re-sent call only if user, tool, argument hash and run match. Unknown, used,
-someone else's or another run's → `CONFIRMATION_NOT_FOUND` (`reason="unknown_or_used"`), expired →
-`CONFIRMATION_EXPIRED` (`"expired"`), a mismatch → `CONFIRMATION_DENIED`; so is a call without a user id
-under `require_user_for_confirmation=True`. Store errors fail closed.
-
-**Observation** costs nothing when nobody listens (no subscriber, the `toolrun.audit` logger not enabled
-for INFO, no audit sink, no OpenTelemetry SDK provider). Events, audit records and spans never carry
-argument values, results or messages; logged exceptions keep their type and stack, not their message.
+**Never raises.** Every failure is a `ToolResult` with an `ErrorCode`; only the caller's own cancellation
+propagates (after the call is recorded as `cancelled`). **Stages** are middleware objects (`async
+__call__(invocation, call_next)`, optionally `applies_to(tool)`), chained once per tool: lookup, access,
+validation, your middleware, confirmation, rate limit, cache, then the run stage. **Confirmations** bind a
+pending call to its user, tool, argument hash and run, single use and expiring (`approve`, `deny`).
+**Observation** costs nothing when nobody listens, and events, audit records and spans never carry
+argument values, results or messages. The whole contract: docs/executor.md.
 """
 
 from toolrun.runtime._audit import AuditRecord, AuditSink, InMemoryAuditSink
@@ -49,7 +29,6 @@ from toolrun.runtime._events import (
 )
 from toolrun.runtime._executor import ToolExecutor
 from toolrun.runtime._process import ProcessIsolation
-from toolrun.store import Artifact as Artifact  # not public (toolrun.store's); server/ imports it here
 
 __all__ = [
     "AuditRecord",

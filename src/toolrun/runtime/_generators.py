@@ -1,34 +1,13 @@
 """Async generator tools: partial results while they run, the last one as the result.
 
-```python
-@tool
-async def search(query: str) -> AsyncIterator[list[str]]:
-    hits: list[str] = []
-    async for page in pages(query):
-        hits += page
-        yield hits          # a partial result: reported as progress while the tool runs
-    # the last value yielded is the result (checked against `list[str]`, like any return value)
-```
-
-The rule, like the AI SDK's preliminary tool results: every yield is the whole result so far (not a
-delta), and the last one is the result. A generator that yields nothing ends `RESULT_INVALID`.
-
-Each yield is reported through `ToolContext.report_progress(n, None, text)`: `n` counts the yields so
-far, `text` is the value as text (a string as it is, anything else as compact JSON, at most
-`PARTIAL_TEXT_CHARS` characters). So partial results reach every door progress reaches (the agent's
-`ToolCallProgress`, the service's SSE, AG-UI and AI SDK streams, MCP `notifications/progress`), and
-never the audit. A reporter that takes values too (a `ProgressThrottle` with `partial=`: the agent's)
-gets each one also as JSON data (`partial_value`, up to `PARTIAL_VALUE_CHARS`): the agent's
-`ToolCallProgress` carries it as `partial`, the service's events too, and the AI SDK stream sends it as a
-preliminary tool output. They are throttled here, before any text is made: at most one per the
-reporter's `ProgressThrottle.interval` (0.1 s for a reporter without one), so a generator yielding 10,000
-times a second costs a clock read per yield and floods nobody. Partial values are not checked against the
-output type; only the result is.
-
-The generator runs inside the executor's time box like any coroutine. When the call times out or is
-cancelled, the generator is closed (`aclose`): its `finally` blocks and `async with` exits run at once,
-wherever it was suspended — inside an `await` (the cancellation reaches it there) or at a `yield` while
-its partial result was being reported.
+The rule, like the AI SDK's preliminary tool results: every yield is the whole result so far (not a delta),
+and the last one is the result, checked against the output type like any return value; a generator that
+yields nothing ends `RESULT_INVALID`. Each yield is reported as progress (`ToolContext.report_progress`,
+its value as text, and as JSON data to a reporter that takes values), so partial results reach every door
+progress reaches and never the audit; reports are throttled here, before any text is made, so a generator
+that yields 10,000 times a second costs a clock read per yield. The generator runs inside the executor's
+time box like any coroutine and is closed (`aclose`) when the call times out or is cancelled. Usage and
+what each door shows: docs/rich-results.md, "Tools that yield partial results".
 """
 
 from __future__ import annotations

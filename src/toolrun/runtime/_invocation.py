@@ -1,33 +1,10 @@
 """`Invocation` (one call on its way through the stages) and the `Middleware` interface.
 
-A stage is any object with
-
-```python
-async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult
-```
-
-It may return a result without calling `call_next` (a gate refusing, a cache hit), call it and look at or
-replace the result, or change `invocation.arguments` before calling it. It must return a `ToolResult`;
-an exception raised by a stage becomes `EXECUTION_FAILED` (logged with an error id).
-
-A stage may also define `applies_to(self, tool: Tool) -> bool`: the executor builds each tool's chain
-once (per registry version) from the stages that apply to it, so a stage that does not concern a tool
-costs that tool nothing per call.
-
-```python
-class Timing:
-    async def __call__(self, invocation: Invocation, call_next: CallNext) -> ToolResult:
-        started = time.perf_counter()
-        result = await call_next(invocation)
-        metrics.observe(invocation.tool.name, time.perf_counter() - started)
-        return result
-
-executor = ToolExecutor(registry, middleware=[Timing()])
-```
-
-User middleware runs after lookup, access and validation, before the built-in stages (confirmation,
-rate limit, cache), in the order given; the run stage (deadline, budget, session snapshot, retries,
-timeout, result conversion) is always last.
+A stage is any object with `async __call__(invocation, call_next) -> ToolResult`, optionally with
+`applies_to(tool) -> bool`: it may answer without calling `call_next`, look at or replace the result, or
+change `invocation.arguments` first; an exception it raises becomes `EXECUTION_FAILED`. Each tool's chain
+is built once per registry version from the stages that apply to it, so a stage that does not concern a
+tool costs that tool nothing per call. Writing one: docs/executor.md, "Middleware: stages of your own".
 """
 
 from __future__ import annotations

@@ -1,52 +1,18 @@
 """The run stage: the last checks before a handler starts, the handler itself, retries, the result.
 
-In order, for every call that reaches it:
+In order, for every call that reaches it: the deadline (`DEADLINE_EXCEEDED`, nothing starts) and the budget
+(`BUDGET_EXCEEDED`; one call counted however many attempts it takes); the session state, which a call works
+on as its own deep copy and commits only when it ends `ok` (`commit`), so one call's failure never undoes
+another's success; the handler, time-boxed by the tool's `timeout` shortened to the deadline (async ones
+on the loop, under a box only once they suspend; sync ones in the executor's thread pool, or a job's own
+pool under `worker_threads`); retries with backoff and jitter, only where safe (a `ToolError` with
+`retryable=True`, or a timeout or transient error of an idempotent tool), never past the deadline; and the
+result, checked against the output type, made JSON-safe and cut to `max_result_chars`.
 
-1. Deadline: past `context.deadline` → `DEADLINE_EXCEEDED`, nothing starts.
-2. Budget: `context.budget` spent → `BUDGET_EXCEEDED`; otherwise one call is counted (once per call,
-   however many attempts it takes).
-3. Session state: when the context carries `state` and the tool receives the context (and is not
-   `read_only`), the call works on its own deep copy (a fresh one per attempt): the live `state` is
-   never touched while the handler runs. When the call ends `ok`, its own changes (what its copy differs
-   from the state as it found it) are committed to the live state, at once, in the order calls end (see
-   `commit`); a call that fails, times out or is cancelled commits nothing, and a sync handler still
-   running in its thread after a timeout can only change its own discarded copy. So one call's failure
-   never undoes another's success, and concurrent calls never see each other's half-done changes.
-4. The handler, time-boxed by the tool's `timeout` (else the executor's default), shortened to the
-   context's deadline:
-   - async handlers run on the loop. The first step of the coroutine runs directly; only if it suspends
-     is the rest awaited under `asyncio.timeout`, armed for what remains of the time box. A handler
-     that never suspends (the common case for quick tools) costs no timer at all; one that suspends is
-     cancelled at its next suspension point after the time runs out (as with `asyncio.timeout`, plain
-     CPU work between suspension points cannot be interrupted in a coroutine). An async generator tool
-     runs as one such coroutine (`_generators.drain`: its yields reported as progress, its last yield the
-     value), so the same time box closes it.
-   - sync handlers run in the executor's bounded thread pool, so they never block the loop. On timeout
-     the call returns `TIMEOUT` at once and the thread's late result is discarded. A thread cannot be
-     killed: it runs on until the handler returns, holding its pool slot (and Python waits for it at
-     exit). Tools that must be stoppable run in a process: see `ProcessIsolation`. Calls made inside
-     `worker_threads(pool)` (a background job's) run their sync handlers in that pool instead, so
-     blocking jobs never take the threads of other calls; such a call waits for a free thread of its
-     pool as long as it takes, and its time box starts when its handler does.
-5. Retries with exponential backoff and jitter, only for failures that are safe to retry: a `ToolError`
-   the tool raised with `retryable=True` (the tool vouches that nothing happened), and timeouts or
-   transient errors (`ConnectionError`, `TimeoutError` by default) only for idempotent tools. A
-   non-idempotent tool is never run again once it may have had an effect. No retry starts past the
-   deadline.
-6. The result: checked against the declared output type (`RESULT_INVALID`), made JSON-safe
-   (`RESULT_INVALID` when impossible), truncated to `max_result_chars` with a visible marker.
-
-Cancellation: when the *caller's* task is cancelled, the `CancelledError` propagates (asyncio requires
-it); the call's state changes are dropped. A `CancelledError` raised by the tool itself, with nobody
-cancelling the caller, is a result: `EXECUTION_FAILED` with `details["cancelled"]`.
-
-Abandonment: an async tool is abandoned only when the executor's own time box expired and the tool, given
-the `CancelledError`, still has not finished `cancel_grace` seconds later (it swallowed the error, or its
-cleanup takes longer). It is then closed (`GeneratorExit` where it waits; its `finally` blocks and
-`__aexit__`s run in the caller's task, for one more `cancel_grace` at most) and the call ends `TIMEOUT`
-with `details["abandoned"]` and the "may or may not have taken effect" wording. Cancellations the tool's
-own libraries make and withdraw (`asyncio.timeout`, anyio cancel scopes and task groups, httpx's
-connects) never count; neither does the caller's cancellation alone (see `_Resume`).
+The caller's cancellation propagates; a tool's own `CancelledError` is a result. A tool that does not stop
+within `cancel_grace` after its time box cancelled it is abandoned (closed, `TIMEOUT` with
+`details["abandoned"]`). The whole contract, with the reasons: docs/executor.md, "Timeouts and
+cancellation".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The service's internal event stream: what every wire format (toolrun SSE, AG-UI, AI SDK, JSON) adapts.
 
-One run — a new message, or a decision on a pending confirmation — yields, in order:
+One run (a new message, or a decision on a pending confirmation) yields, in order:
 
 ```
 RunStarted
@@ -8,27 +8,11 @@ RunStarted
 RunFinished                      (always last, unless RunError ends the stream instead)
 ```
 
-- `ToolCallStarted` comes before its `ToolCallFinished`; calls of one model turn may interleave.
-- `ToolCallProgress` (throttled, never after its call's `ToolCallFinished`) says how far a running call is.
-- `ToolCallFinished.content` lists what the tool returned beside JSON: text blocks as text, images and
-  files as `{"type", "media_type", "size", "name"?, "url"}` where `url` is `/api/v1/results/{id}` (the
-  owner's only): bytes never travel inline in events.
-- A call that needs approval finishes with `status="confirmation_required"`, then `ConfirmationRequired`
-  carries the server's own record of it; the run then finishes with status `awaiting_confirmation`.
-- `RunFinished.response` is exactly the body `POST /api/v1/chat` answers (a `ChatResponse` as a dict).
-- `RunError` is only for failures of the service itself (the database went away, a bug); a model or tool
-  failure is a normal `RunFinished` with status `failed`. Nothing follows a `RunError`.
-
-Each event has a `kind` (the SSE event name) and `data()` (a JSON-safe dict, the SSE data).
-
-Background jobs (`@tool(background=True)` with `TOOLRUN_DURABLE=dbos`) outlive the run that started them,
-so their events come on the user's jobs stream (`GET /api/v1/jobs/events`), not a run's:
-
-```
-( JobProgress | JobFinished )*   (JobProgress: a running job changed; JobFinished: it ended, once)
-```
-
-Their `data()` is the job as `GET /api/v1/jobs/{id}` shows it (id, tool, status, progress, result, ...).
+`RunFinished.response` is exactly the body `POST /api/v1/chat` answers; `RunError` is only for failures of
+the service itself (a model or tool failure is a `RunFinished` with status `failed`). Background jobs
+outlive their run, so their `JobProgress` / `JobFinished` come on the user's jobs stream instead. Each
+event has a `kind` (the SSE event name) and `data()` (a JSON-safe dict, the SSE data). The ordering rules
+and each event's fields: docs/service.md, "The internal event stream".
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from toolrun.models import clean_text
+from toolrun.models._history import clean_text
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._fixed import Fixed, transaction

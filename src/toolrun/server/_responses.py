@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 from starlette.responses import JSONResponse
 
-from toolrun.models import clean_text
+from toolrun.models._history import clean_text
 
 __all__ = ["FastJSONResponse", "json_text"]
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from toolrun.content import File, ResourceLink, Text
 from toolrun.results import ToolResult
-from toolrun.runtime import Artifact, ToolExecutor
+from toolrun.runtime import ToolExecutor
+from toolrun.store import Artifact
 
 __all__ = ["RESULTS_PATH", "content_views"]
 

@@ -24,14 +24,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from toolrun import agent as ag  # the agent's events share their names with the service's (`_events`)
 from toolrun.agent import Agent, AgentEvent, AgentRun
-from toolrun.agent import ConfirmationRequired as AgentConfirmationRequired
-from toolrun.agent import RunFinished as AgentRunFinished
-from toolrun.agent import TextDelta as AgentTextDelta
-from toolrun.agent import ToolCallFinished as AgentToolCallFinished
-from toolrun.agent import ToolCallProgress as AgentToolCallProgress
-from toolrun.agent import ToolCallStarted as AgentToolCallStarted
-from toolrun.models import SystemMessage, clean_text
+from toolrun.models import SystemMessage
+from toolrun.models._history import clean_text
 from toolrun.server import _db
 from toolrun.server._events import (
     ConfirmationRequired,
@@ -243,7 +239,7 @@ class RunDriver:
         trace = job.trace
         try:
             async for event in events:
-                if isinstance(event, AgentTextDelta):
+                if isinstance(event, ag.TextDelta):
                     if event.step != turn:
                         turn = event.step
                         message_id = f"msg_{run_id}_{turn}"
@@ -252,7 +248,7 @@ class RunDriver:
                     partial.append(event.text)
                     trace.text(event.step, event.text)
                     handle._put(TextDelta(run_id=run_id, message_id=message_id, text=event.text))
-                elif isinstance(event, AgentToolCallStarted):
+                elif isinstance(event, ag.ToolCallStarted):
                     trace.started(event.step, event.call)
                     handle._put(
                         ToolCallStarted(
@@ -262,7 +258,7 @@ class RunDriver:
                             arguments=api_arguments(event.call.arguments),
                         )
                     )
-                elif isinstance(event, AgentToolCallProgress):
+                elif isinstance(event, ag.ToolCallProgress):
                     handle._put(
                         ToolCallProgress(
                             run_id=run_id,
@@ -274,7 +270,7 @@ class RunDriver:
                             partial=event.partial,
                         )
                     )
-                elif isinstance(event, AgentToolCallFinished):
+                elif isinstance(event, ag.ToolCallFinished):
                     result = event.result
                     trace.finished(event.step, event.call, result)
                     content = (
@@ -297,7 +293,7 @@ class RunDriver:
                         )
                     )
                     obs.tool_call(job.principal.user_id, job.conversation_id, run_id, event.call, result)
-                elif isinstance(event, AgentConfirmationRequired):
+                elif isinstance(event, ag.ConfirmationRequired):
                     record = await self.confirmations.get(event.confirmation_id)
                     if record is not None and record.user_id == job.principal.user_id:
                         handle._put(
@@ -308,7 +304,7 @@ class RunDriver:
                                 ),
                             )
                         )
-                elif isinstance(event, AgentRunFinished):
+                elif isinstance(event, ag.RunFinished):
                     job.finishing = True
                     self.leases.release(run_id)  # the end is written under the lease, checked there
                     response = await self.finish(job, event.run, system_offset, decided)

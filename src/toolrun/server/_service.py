@@ -1,41 +1,17 @@
 """`ChatService`: one internal event stream per run, with conversations and paused runs in the database.
 
 This is the interface every wire format adapts (toolrun SSE and JSON here; AG-UI and the AI SDK stream in
-their own modules). An adapter never touches the agent or the executor:
-
-```python
-service: ChatService = request.app.state.toolrun.chat          # see toolrun.server.deps.get_chat_service
-handle = await service.start_message(principal, "add Buy milk", conversation_id=None)
-handle = await service.start_decision(principal, confirmation_id, approve=True)
-# both raise ServiceError (404/409) BEFORE any event, so a route can still answer with an error status
-
-async for event in handle:             # toolrun.server._events: RunStarted, TextDelta, ToolCallStarted,
-    ...                                  # ToolCallFinished, ConfirmationRequired, RunFinished | RunError
-response = await handle.result()       # or: drain and get the RunFinished body (the /chat JSON)
-```
-
-How a run is kept safe:
-
-- The run executes in its own task, not in the request's: a client that disconnects stops receiving
-  events, and the run goes on to its next safe point (its end, or a pause for confirmation) and is stored.
-- A conversation has a lease (`lease_until`, `lease_owner`): one run at a time works on it; a second
-  message or decision meanwhile answers 409. The lease is short (`lease_seconds`) and renewed by a
-  heartbeat while the run works (`_leases`), so a lease left by a killed process lapses within seconds; a
-  run it left `running` becomes `interrupted` when the conversation is next claimed, and its answer so far
-  is kept, flagged interrupted (`_recovery`). A run writes its end only while it still holds the lease
-  (checked in the transaction that writes), so nothing lands in a conversation taken over or deleted.
-- A paused run lives in `toolrun_runs.state` (the server's own JSON of it) and `toolrun_run_confirmations`
-  maps each confirmation id to it. A decision loads the run from there, never from the request; the
-  executor's confirmation store consumes the approval atomically, so an approved call runs once even when
-  two processes race for it (the loser of the lease gets 409; a stale decision gets 404).
-- Pending items in responses come from the confirmation store's records (tool, arguments, summary,
-  expiry), never from what a client sent.
+their own modules); an adapter never touches the agent or the executor: `start_message` / `start_decision`
+give a `RunHandle` (or raise `ServiceError` before any event), whose events it maps and whose `result()` is
+the `/chat` body. A run works in its own task under a conversation lease renewed by a heartbeat, so a client
+that leaves stops nothing and a killed process's run becomes `interrupted`; a paused run lives in the
+database and a decision loads it from there, never from the request (docs/service.md: "The internal
+event stream"; "Storage, migrations, scaling").
 
 The parts, imports one way (down this list): `_views` (records as the API shows them), `_handle`
-(`RunHandle`), `_fixed` (the turn's statements and transactions, straight on SQLite), `_statements`
-(claim, release, history), `_runs` (`RunDriver`: a run's task, events and
-end), `_decisions` (approve/deny, edit previews, closing expired pauses), `_reads` (conversations and
-pending items), and this module's `ChatService`, which admits runs and puts the rest together.
+(`RunHandle`), `_fixed` (the turn's statements, straight on SQLite), `_statements` (claim, release,
+history), `_runs` (`RunDriver`: a run's task, events and end), `_decisions` (approve/deny, edit previews,
+closing expired pauses), `_reads` (conversations and pending items), and this module's `ChatService`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from toolrun.models import Message, history_problems, message_from_dict, repair_history
+from toolrun.models import Message, history_problems
+from toolrun.models._history import repair_history
+from toolrun.models._messages import message_from_dict
 from toolrun.server import _db, _recovery
 from toolrun.server._errors import ServiceError, not_found
 from toolrun.server._fixed import Conn, Fixed
@@ -222,6 +224,6 @@ async def load_history(conn: Conn, conversation_id: str) -> tuple[list[dict[str,
         stored.append(message_from_dict(d))
     if history_problems(stored, open_tail=True):
         # Written before the model boundary kept every history valid: what the model sees is repaired
-        # (the rows stay as they were; see toolrun.models.repair_history).
+        # (the rows stay as they were; see toolrun.models._history.repair_history).
         stored = repair_history(stored)
     return views, stored

@@ -15,7 +15,7 @@ import msgspec
 
 from toolrun._unicode import clean_json, clean_text
 from toolrun.models._history import MAX_ARGUMENT_DEPTH, json_depth_over, text_depth_over
-from toolrun.store import PendingConfirmation as StoredConfirmation
+from toolrun.store import PendingConfirmation
 
 __all__ = ["api_arguments", "iso_time", "message_view", "pending_item"]
 
@@ -53,7 +53,7 @@ def api_arguments(raw: Any) -> Any:
 
 
 def pending_item(
-    record: StoredConfirmation, *, run_id: str | None, conversation_id: str | None
+    record: PendingConfirmation, *, run_id: str | None, conversation_id: str | None
 ) -> dict[str, Any]:
     """A pending confirmation as the API shows it, from the confirmation store's own record."""
     return {

@@ -13,6 +13,7 @@ stops listening: the run goes on in its own task to its next safe point and is s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 from toolrun.server._handle import RunHandle
 from toolrun.server._responses import json_text
 
-__all__ = ["SSE_DOC", "FramesResponse", "SSEResponse", "sse_response"]
+__all__ = ["SSE_DOC", "FramesResponse", "SSEResponse", "pinged", "sse_response"]
 
 SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {"description": "Server-sent events (see docs/service.md).", "content": {"text/event-stream": {}}}
@@ -36,23 +37,38 @@ _HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 class FramesResponse(StreamingResponse):
     """A stream of ready-made frames (toolrun's SSE, AG-UI's and the AI SDK's event streams), written
-    straight to the ASGI `send`, one frame a send.
+    straight to the ASGI `send`, one frame a send: the service's one SSE writer.
 
     Starlette's `StreamingResponse` runs each response in an anyio task group with a second task that
     listens for the client's disconnect, and cancels the frames when it comes (`sse_starlette`'s
-    `EventSourceResponse` ran three tasks and a cancel scope around every send: 13.6% of a streamed turn's
-    CPU, bench/README.md). Here the frames run to their end either way: they follow a run that goes on in
-    its own task to its next safe point whether or not anybody listens (uvicorn drops what is sent after a
-    disconnect), so there is nothing to cancel, and the stream still ends when the run does.
+    `EventSourceResponse` ran three tasks and a cancel scope around every send: bench/README.md). By
+    default the frames run to their end either way: they follow a run that goes on in its own task to its
+    next safe point whether or not anybody listens (uvicorn drops what is sent after a disconnect), so
+    there is nothing to cancel, and the stream still ends when the run does.
+
+    `until_disconnect=True` is for frames that follow no run and have no end of their own (the jobs
+    stream): they are cancelled when the client goes away, as `StreamingResponse` does it.
     """
 
-    def __init__(self, frames: AsyncIterable[str], *, media_type: str, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        frames: AsyncIterable[str],
+        *,
+        media_type: str,
+        headers: Mapping[str, str],
+        until_disconnect: bool = False,
+    ) -> None:
         super().__init__(iter(()), headers=headers, media_type=media_type)
         self._frames = frames
+        self._until_disconnect = until_disconnect
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         frames = self._frames
         try:
+            if self._until_disconnect:
+                self.body_iterator = aiter(frames)
+                await super().__call__(scope, receive, send)
+                return
             await send(
                 {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
             )
@@ -71,10 +87,8 @@ class SSEResponse(FramesResponse):
     `FramesResponse`: a client that goes away stops nothing, and the response ends with the run's events).
     """
 
-    media_type = "text/event-stream"
-
     def __init__(self, handle: RunHandle, *, ping: float = 15.0) -> None:
-        super().__init__(_event_frames(handle, ping), media_type=self.media_type, headers=_HEADERS)
+        super().__init__(_event_frames(handle, ping), media_type="text/event-stream", headers=_HEADERS)
 
 
 async def _event_frames(handle: RunHandle, ping: float) -> AsyncIterator[str]:
@@ -91,6 +105,34 @@ async def _event_frames(handle: RunHandle, ping: float) -> AsyncIterator[str]:
         # json_text: compact (no line breaks inside `data:`), lone surrogates cleaned (a tool's value may hold
         # one: encoded as is, it would cut the stream)
         yield f"id: {handle.run_id}:{n}\r\nevent: {event.kind}\r\ndata: {json_text(event.data())}\r\n\r\n"
+
+
+async def pinged(frames: AsyncIterable[str], every: float) -> AsyncIterator[str]:
+    """The frames, with a `: ping` comment line after each `every` seconds without one, so that proxies keep
+    a quiet stream open. The next frame is awaited in a task of its own, so a ping never cuts a frame's
+    work short; closing this closes `frames`."""
+    source = aiter(frames)
+    step: asyncio.Task[str | None] | None = None
+
+    async def following() -> str | None:
+        return await anext(source, None)
+
+    try:
+        while True:
+            step = asyncio.create_task(following())
+            while not (await asyncio.wait({step}, timeout=every))[0]:
+                yield _PING
+            frame = step.result()
+            if frame is None:
+                return
+            yield frame
+    finally:
+        if step is not None and not step.done():
+            step.cancel()
+            await asyncio.wait({step})
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def sse_response(handle: RunHandle) -> SSEResponse:

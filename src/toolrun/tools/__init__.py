@@ -1,21 +1,12 @@
 """Defining tools: `@tool`, `Tool.from_function`, `Tool.from_schema`, `Tool` subclasses, and their options."""
 
-from toolrun.tools._context import (
-    ProgressThrottle as ProgressThrottle,  # not public; still imported from here by other parts
-)
+# Not public (not in `__all__`): still imported from here by `toolrun.integrations.dbos`; remove once it
+# imports `toolrun.tools._context.ProgressThrottle`.
+from toolrun.tools._context import ProgressThrottle as ProgressThrottle
 from toolrun.tools._context import ToolBudget, ToolCall, ToolContext
 from toolrun.tools._decorator import tool
 from toolrun.tools._lenient import SchemaChange
-from toolrun.tools._options import (
-    OutputBudget as OutputBudget,  # not public; still imported from here by other parts
-)
 from toolrun.tools._options import RateLimit, ToolExample, ToolOptions, ToolOptionsKwargs
-from toolrun.tools._tool import (
-    NAME_PATTERN as NAME_PATTERN,  # not public; still imported from here by other parts
-)
-from toolrun.tools._tool import (
-    PROVIDER_NAME_PATTERN as PROVIDER_NAME_PATTERN,  # not public; still imported from here by other parts
-)
 from toolrun.tools._tool import Tool
 
 __all__ = [

@@ -1,32 +1,12 @@
 """Normalise the loose schema dialects found in the wild into valid JSON Schema, saying what changed.
 
 Function docs in public data sets and tool catalogues (BFCL/Gorilla, xLAM/APIGen, ToolBench/RapidAPI,
-API-Bank, Glaive, OpenAPI-derived specs, hand-written tool specs) bend JSON Schema in recurring ways. Each
-is rewritten to its evident meaning, and each rewrite is reported as a `SchemaChange` (a `str` that reads
-"$.path: what changed", with the path, kind, value before and after as attributes):
-
-- `type-name`: `"dict"`, `"float"`, `"String"`, `"boolean "`, `"int64"`, `"HashMap"`, `"long"` → a JSON type;
-- `type-expression`: `"list[str]"`, `"List[int]"`, `"array of strings"`, `"string[]"`, `"dict[str, int]"`,
-  `"int | None"`, `"Optional[str]"`, `"str, optional"`, `"integer|null"` → type, items, values, null;
-- `type-format`: `"date"`, `"datetime"`, `"uuid"`, `"email"`, `"url"` → `string` with a `format`;
-- `type-any`: `"any"`, `"Callable"`, an unknown name, `""` → no type constraint (the change says so);
-- `type-list`: `["String", "None"]` → `["string", "null"]`;
-- `required-flag`: `"required": true` on a property → the name in the parent's `required`;
-- `required-string`: `"required": "a, b"` → `["a", "b"]`;
-- `required-unknown`: a name in `required` with no property → removed;
-- `optional`: `"optional": true` on a property, `"optional": ["a"]` on an object (ToolBench) → not required;
-- `nullable`: `"nullable": true` (OpenAPI 3.0) → `null` added to the type;
-- `enum-string` / `enum-values`: `"enum": "a, b, c"` → a list; numbers in a string enum → strings, numbers
-  written as text in an integer or number enum → numbers;
-- `enum-items`: an `enum` of scalars on an array (`{"type": "array", "items": {"type": "string"},
-  "enum": ["view", "clone"]}`, BFCL live functions) lists the allowed items → `items.enum`;
-- `default`: `"10"` on an integer, `"true"` on a boolean, `"[]"` on an array → typed; `null` on a
-  non-null type, or a value of no such type → removed;
-- `number-keyword`: `"minimum": "0"`, `"maxLength": "5"` → numbers;
-- `object-shape`: `properties` without `type`; `properties` as a list of `{"name", "type", ...}` (API-Bank,
-  ToolBench); a root that maps names to specs (xLAM/APIGen); a property given as a bare type name;
-- `items`: `"items": "string"`, `"items": ["int"]` → an item schema; `examples`: a value → a list;
-- `tuple`: `"type": "tuple", "items": [...]` → `prefixItems`.
+API-Bank, Glaive, OpenAPI-derived specs, hand-written tool specs) bend JSON Schema in recurring ways: type
+names and expressions (`"dict"`, `"List[int]"`, `"str, optional"`), `required` and `optional` flags on
+properties, OpenAPI's `nullable`, enums and defaults written as text, properties given as lists or bare type
+names, tuples. Each is rewritten to its evident meaning and reported as a `SchemaChange` (a `str` that
+reads "$.path: what changed", with the path, kind, value before and after as attributes). The kinds, with
+examples: docs/argument-validation.md, "Lenient loading of real-world function docs".
 
 The walk is iterative and refuses nesting deeper than `MAX_DEPTH` levels (the input is untrusted).
 """

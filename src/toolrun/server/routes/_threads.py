@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from toolrun.models import clean_text
+from toolrun.models._history import clean_text
 from toolrun.server import _db
 from toolrun.server._service import ChatService
 from toolrun.server._text import MAX_MESSAGE_CHARS, message_problem

@@ -6,22 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Path
-from sse_starlette import EventSourceResponse
 
 from toolrun.server._errors import OVERLOADED, PROBLEM_RESPONSES, problem_doc
 from toolrun.server._responses import FastJSONResponse
 from toolrun.server.deps import Chat, CurrentUser
 from toolrun.server.schemas import ChatResponse, DecisionRequest, EditPreview, EditRequest, PendingList
-from toolrun.server.sse import SSE_DOC, sse_response
+from toolrun.server.sse import SSE_DOC, SSEResponse, sse_response
 
 router = APIRouter(prefix="/api/v1", tags=["confirmations"], responses=PROBLEM_RESPONSES)
 
 _CONFLICT: dict[int | str, dict[str, Any]] = {
     409: problem_doc("The conversation has a run working right now."),
     **OVERLOADED,
-}
-_STREAM: dict[int | str, dict[str, Any]] = {
-    200: {"description": "Server-sent events (see docs/service.md).", "content": {"text/event-stream": {}}}
 }
 ConfirmationId = Path(min_length=1, max_length=64, description="From a pending item.")
 
@@ -47,7 +43,8 @@ async def decide(
 
 @router.post(
     "/confirmations/{confirmation_id}/stream",
-    response_class=EventSourceResponse,
+    response_class=SSEResponse,
+    status_code=200,
     responses={**_CONFLICT, **SSE_DOC},
 )
 async def decide_stream(

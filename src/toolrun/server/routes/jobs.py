@@ -12,20 +12,21 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.responses import StreamingResponse
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from toolrun.models import clean_text
+from toolrun.models._history import clean_text
 from toolrun.server._errors import PROBLEM_RESPONSES, not_found
 from toolrun.server._events import JobEvent, RunFinished
 from toolrun.server._job_events import job_events
 from toolrun.server.deps import CurrentUser
+from toolrun.server.protocols import ai_sdk
 from toolrun.server.protocols.ag_ui import AGUIEncoder
-from toolrun.server.protocols.ai_sdk import HEADERS as AI_SDK_HEADERS
 from toolrun.server.protocols.ai_sdk import AISDKEncoder
-from toolrun.server.sse import SSE_DOC
+from toolrun.server.sse import SSE_DOC, FramesResponse, pinged
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"], responses=PROBLEM_RESPONSES)
+
+PING_SECONDS = 15.0
+"""A quiet `toolrun` jobs stream sends a `: ping` comment this often, so that proxies keep it open."""
 
 JobId = Path(min_length=1, max_length=64, description="The job's id (`job_...`).")
 
@@ -61,19 +62,24 @@ async def job_stream(
     """
     events = job_events(_jobs(request), user.user_id, until_idle=until_idle)
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    frames: AsyncIterator[str]
     if protocol == "toolrun":
-        return EventSourceResponse(_toolrun(events), ping=15, headers=headers)
-    if protocol == "ai-sdk":
-        headers = dict(AI_SDK_HEADERS)
-    return StreamingResponse(_frames(events, protocol), media_type="text/event-stream", headers=headers)
+        frames = pinged(_toolrun(events), PING_SECONDS)
+    else:
+        frames = _frames(events, protocol)
+        if protocol == "ai-sdk":
+            headers = dict(ai_sdk.HEADERS)
+    # the stream follows no run and ends only with `until_idle`: it stops when the client goes away
+    return FramesResponse(frames, media_type="text/event-stream", headers=headers, until_disconnect=True)
 
 
-async def _toolrun(events: AsyncIterator[JobEvent]) -> AsyncIterator[ServerSentEvent]:
+async def _toolrun(events: AsyncIterator[JobEvent]) -> AsyncIterator[str]:
     n = 0
     async for event in events:
         n += 1
+        # compact JSON, one `data:` line (line breaks inside strings are escaped), lone surrogates cleaned
         data = clean_text(json.dumps(event.data(), ensure_ascii=False, separators=(",", ":")))
-        yield ServerSentEvent(id=f"jobs:{n}", event=event.kind, data=data)
+        yield f"id: jobs:{n}\r\nevent: {event.kind}\r\ndata: {data}\r\n\r\n"
 
 
 async def _frames(events: AsyncIterator[JobEvent], protocol: str) -> AsyncIterator[str]:
