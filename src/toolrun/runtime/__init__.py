@@ -26,11 +26,12 @@ the agent run it came from, the call, created and expiry times, a summary showin
 the user's UI, and the full validated arguments) and answered with `status="confirmation_required"`.
 `approve(id, ctx)` consumes it atomically (single use, only by its user and in its run, not after expiry)
 and runs the stored call through the stages after confirmation, returning its result under the original
-call id; `deny(id, ctx, reason)` consumes it and returns `CONFIRMATION_DENIED`. `execute(call, ctx,
-approval=id)` accepts a re-sent call only if user, tool, argument hash and run match. Unknown, used,
-someone else's or another run's → `CONFIRMATION_NOT_FOUND` (`reason="unknown_or_used"`), expired →
-`CONFIRMATION_EXPIRED` (`"expired"`), a mismatch → `CONFIRMATION_DENIED`; so is a call without a user id
-under `require_user_for_confirmation=True`. Store errors fail closed.
+call id; `deny(id, ctx, reason)` consumes it and returns `CONFIRMATION_DENIED`; both live in
+`executor.confirmations` (`_confirm`), with the reading and withdrawal of a held record that other doors
+use. Unknown, used, someone else's or another run's → `CONFIRMATION_NOT_FOUND`
+(`reason="unknown_or_used"`), expired → `CONFIRMATION_EXPIRED` (`"expired"`), a mismatch →
+`CONFIRMATION_DENIED`; so is a call without a user id under `require_user_for_confirmation=True`. Store
+errors fail closed. The decision grammar, previews and standing rules live in `toolrun.approvals`.
 
 **Observation** costs nothing when nobody listens (no subscriber, the `toolrun.audit` logger not enabled
 for INFO, no audit sink, no OpenTelemetry SDK provider). Events, audit records and spans never carry
