@@ -102,8 +102,8 @@ class Confirmations:
         result.duration = _perf() - start
         self._resolved(taken, context, "denied")
         ex = self._executor
-        if ex._audit_enabled():
-            ex._audit("deny", result, taken.tool_name, context, taken.arguments_hash, taken.id)
+        if ex._trail.enabled():
+            ex._trail.write("deny", result, taken.tool_name, context, taken.arguments_hash, taken.id)
         return result
 
     async def preview_edit(
@@ -273,8 +273,8 @@ class Confirmations:
                     result = _errors.confirmation_expired(call_id, taken.tool_name)
                     self._resolved(taken, context, "expired")
         result.duration = _perf() - start
-        if ex._audit_enabled():
-            ex._audit(action, result, result.tool_name or None, context, None)
+        if ex._trail.enabled():
+            ex._trail.write(action, result, result.tool_name or None, context, None)
         return result
 
     async def _consume(

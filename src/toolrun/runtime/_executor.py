@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import difflib
 import functools
-import inspect
 import logging
 import os
 import time
@@ -37,7 +36,7 @@ from toolrun.exceptions import ArgumentsError
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
-from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, audit_call_id, log_audit_record
+from toolrun.runtime._audit import ArgumentHasher, AuditSink, AuditTrail
 from toolrun.runtime._budget import READ_RESULT, ArtifactStore, InMemoryArtifactStore, read_result_tool
 from toolrun.runtime._chain import ChainStep, run_chain
 from toolrun.runtime._confirm import Confirmations
@@ -233,15 +232,7 @@ class ToolExecutor:
         self.rate_limit = RateLimitStage(rate_limits if rate_limits is not None else InMemoryRateLimitStore())
         self.quota = QuotaStage(self.rate_limit.store, parse_rate_limit(quota)) if quota is not None else None
         self.cache = CacheStage(cache if cache is not None else InMemoryCache())
-        if audit is None:
-            self._sinks: tuple[AuditSink, ...] = ()
-        elif isinstance(audit, AuditSink):
-            self._sinks = (audit,)
-        else:
-            self._sinks = tuple(audit)
-        self._audit_logger = (
-            logging.getLogger(audit_logger) if isinstance(audit_logger, str) else audit_logger
-        )
+        self._trail = AuditTrail(audit, audit_logger)
         self._tracing = Tracing(tracer_provider)
         self._pool_size = thread_pool_size
         self._pool: ThreadPoolExecutor | None = None
@@ -417,7 +408,7 @@ class ToolExecutor:
         the audit sinks hold (`flush()` of each sink that has a synchronous one; the sinks stay open: they
         are yours). A sink whose `flush` is async is flushed by `aclose()` only."""
         self._release_pool()
-        for pending in self._flush_sinks():
+        for pending in self._trail.flush():
             pending.close()  # sync close cannot await an async flush: never started, nothing half-written
 
     async def aclose(self) -> None:
@@ -425,7 +416,7 @@ class ToolExecutor:
         too). When it returns, the audit record of every call that has finished is written."""
         await self.events.drain()
         self._release_pool()
-        for pending in self._flush_sinks():
+        for pending in self._trail.flush():
             try:
                 await pending
             except Exception as exc:
@@ -435,21 +426,6 @@ class ToolExecutor:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
-
-    def _flush_sinks(self) -> list[Coroutine[Any, Any, Any]]:
-        """Flush the sinks with a synchronous `flush`; return the coroutines of those with an async one."""
-        pending: list[Coroutine[Any, Any, Any]] = []
-        for sink in self._sinks:
-            flush = getattr(sink, "flush", None)
-            if callable(flush):
-                try:
-                    result = flush()
-                except Exception as exc:
-                    log_exception(_logger, "Audit sink %r failed to flush", exc, sink)
-                    continue
-                if inspect.iscoroutine(result):
-                    pending.append(result)
-        return pending
 
     async def __aenter__(self) -> ToolExecutor:
         return self
@@ -590,8 +566,9 @@ class ToolExecutor:
             broken = None
         bus = self.events
         emitting = bus.active
-        logger = self._audit_logger
-        auditing = bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
+        trail = self._trail
+        logger = trail.logger
+        auditing = bool(trail.sinks) or (logger is not None and logger.isEnabledFor(_INFO))
         tracing = self._tracing
         tracer = tracing.tracer()
         observing = emitting or auditing or tracer is not None
@@ -681,7 +658,7 @@ class ToolExecutor:
                     arguments_hash = self.hasher.arguments(inv.arguments)
             except Exception:  # arguments that cannot even be rendered: audit without a hash
                 arguments_hash = None
-            self._audit(
+            self._trail.write(
                 action,
                 result,
                 tool_name,
@@ -714,7 +691,7 @@ class ToolExecutor:
             self._tracing.finish(span, token, outcome="cancelled", code="CANCELLED", attempts=0, cached=False)
         if auditing:
             cancelled = ToolResult(call_id=call.id, tool_name=tool_name or "", duration=duration)
-            self._audit(action, cancelled, tool_name, ctx, self._hash_of(inv, call), None, "cancelled")
+            self._trail.write(action, cancelled, tool_name, ctx, self._hash_of(inv, call), None, "cancelled")
 
     def _unexpected(self, call: ToolCall, tool_name: str | None, exc: BaseException, what: str) -> ToolResult:
         error_id = _errors.new_error_id()
@@ -798,21 +775,17 @@ class ToolExecutor:
     # --------------------------------------------------------------------------------------------------
     # Audit
 
-    def _audit_enabled(self) -> bool:
-        logger = self._audit_logger
-        return bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
-
     def audit_refusals(self, refused: Iterable[ToolResult], context: ToolContext[Any]) -> None:
         """Write the content-free audit records of calls refused before they reached `execute` (an agent's
         model boundary does this), as for the executor's own refusals: action `execute`, the error code,
         no argument hash. A result names its tool only when that name is registered here (an unknown name is
         what the model wrote, and stays out of the trail)."""
-        if not self._audit_enabled():
+        if not self._trail.enabled():
             return
         for result in refused:
             name = result.tool_name
             tool = name if name and self.registry.find(name) is not None else None
-            self._audit("execute", result, tool, context, None)
+            self._trail.write("execute", result, tool, context, None)
 
     def _hash_of(self, inv: Invocation | None, call: ToolCall) -> str | None:
         try:
@@ -821,42 +794,3 @@ class ToolExecutor:
             return self.hasher.raw(call.arguments)
         except Exception:  # arguments that cannot even be rendered: audit without a hash
             return None
-
-    def _audit(
-        self,
-        action: Any,
-        result: ToolResult,
-        tool_name: str | None,
-        ctx: ToolContext[Any],
-        arguments_hash: str | None,
-        confirmation_id: str | None = None,
-        outcome: str | None = None,
-        rule_id: str | None = None,
-    ) -> None:
-        error = result.error
-        record = AuditRecord(
-            action,
-            tool_name,
-            audit_call_id(result.call_id),
-            ctx.trace_id,
-            ctx.conversation_id,
-            ctx.user_id,
-            arguments_hash,
-            outcome or result.status,
-            error.code if error is not None else None,
-            result.duration * 1000.0,
-            result.attempts,
-            result.cached,
-            error.details.get("error_id") if error is not None else None,
-            confirmation_id,
-            time.time(),
-            rule_id,
-        )
-        for sink in self._sinks:
-            try:
-                sink.write(record)
-            except Exception as exc:
-                log_exception(_logger, "Audit sink %r failed", exc, sink)
-        logger = self._audit_logger
-        if logger is not None and logger.isEnabledFor(_INFO):
-            log_audit_record(logger, record)
