@@ -38,7 +38,7 @@ from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._audit import ArgumentHasher, AuditSink, AuditTrail
 from toolrun.runtime._budget import READ_RESULT, ArtifactStore, InMemoryArtifactStore, read_result_tool
-from toolrun.runtime._chain import ChainStep, run_chain
+from toolrun.runtime._chain import ChainStep, run_chain, run_many
 from toolrun.runtime._confirm import Confirmations
 from toolrun.runtime._events import (
     EventBus,
@@ -330,40 +330,7 @@ class ToolExecutor:
         any call after it starts. `context_for(call)`, when given, is each call's own context (e.g. with
         a progress reporter naming the call) instead of `context`.
         """
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
-        items = list(calls)
-        ctx = context if context is not None else ToolContext()
-        results: list[ToolResult | None] = [None] * len(items)
-        limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-
-        async def run(index: int) -> None:
-            call = items[index]
-            own = ctx if context_for is None else context_for(call)
-            if limiter is None:
-                results[index] = await self.execute(call, own)
-            else:
-                async with limiter:
-                    results[index] = await self.execute(call, own)
-
-        async def run_group(group: list[int]) -> None:
-            if len(group) == 1:
-                await run(group[0])
-            elif group:
-                async with asyncio.TaskGroup() as tg:
-                    for index in group:
-                        tg.create_task(run(index))
-
-        group: list[int] = []
-        for index, call in enumerate(items):
-            if self._is_sequential(call.name):
-                await run_group(group)
-                group = []
-                await run(index)
-            else:
-                group.append(index)
-        await run_group(group)
-        return [r for r in results if r is not None]
+        return await run_many(self, calls, context, max_concurrency, context_for)
 
     async def chain(
         self, steps: Sequence[ChainStep | Mapping[str, Any]], context: ToolContext[Any] | None = None
