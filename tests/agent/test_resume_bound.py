@@ -131,7 +131,9 @@ async def test_the_executor_refuses_a_run_bound_confirmation_outside_its_run() -
     for ctx in (CTX, CTX.evolve(run_id="run_other")):
         result = await agent.executor.approve(cid, ctx)
         assert result.error is not None and result.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
-        result = await agent.executor.execute(delete("t1"), ctx, approval=cid)
+        result = await agent.executor.deny(cid, ctx)
+        assert result.error is not None and result.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
+        result = await agent.executor.approve(cid, ctx, arguments={"task_id": "t1"})
         assert result.error is not None and ran == []
     # Still there: the run itself can decide it.
     assert (await agent.executor.approve(cid, CTX.evolve(run_id=run.run_id))).status == "ok"

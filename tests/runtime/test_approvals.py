@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from toolrun import ErrorCode, ToolContext, tool
+from toolrun.approvals import _review as approvals_module
 from toolrun.runtime import InMemoryAuditSink, ToolExecutor
-from toolrun.runtime import _approvals as approvals_module
 from toolrun.store import ApprovalRule, InMemoryApprovalRuleStore
 from toolrun.tools import ToolBudget
 

@@ -159,7 +159,9 @@ async def test_canaries_never_leak(everything: Everything, caplog: pytest.LogCap
     results.append(await ex.approve(held.confirmation_id, ctx))
     held2 = await run("delete_note", json.dumps({"text": arg + "2"}))
     assert held2.confirmation_id is not None
-    await run("delete_note", json.dumps({"text": arg + "changed"}), approval=held2.confirmation_id)
+    held3 = await run("delete_note", json.dumps({"text": arg + "3"}))
+    assert held3.confirmation_id is not None  # approved as the person edited it
+    results.append(await ex.approve(held3.confirmation_id, ctx, arguments={"text": arg + "changed"}))
     results.append(await ex.deny(held2.confirmation_id, ctx, reason=reason))
     results.extend(
         await ex.chain(

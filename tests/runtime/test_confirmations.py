@@ -1,9 +1,10 @@
-"""Confirmations: held calls, approve / deny / approval presented with a re-sent call, and the safety
-property (no destructive run without a matching, unused, unexpired approval) under every interleaving."""
+"""Confirmations: held calls, approve / deny, and the safety property (no destructive run without a
+matching, unused, unexpired approval) under every interleaving."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any
 
@@ -126,22 +127,20 @@ async def test_deny_never_runs_and_tells_the_model(ex: ToolExecutor, runs: list[
     assert (await ex.pending_confirmations(U1))[0].id == cid
 
 
-async def test_a_re_sent_call_with_its_approval_must_match_exactly(ex: ToolExecutor, runs: list[Any]) -> None:
-    cid = await request(ex, "t1")
-    for bad, ctx in [({"target": "t2"}, U1), ({"target": "t1", "force": True}, U1), ({"target": "t1"}, U2)]:
-        r = await ex.execute(call("wipe", bad), ctx, approval=cid)
-        assert r.error is not None, bad
-        assert r.error.code in (ErrorCode.CONFIRMATION_DENIED, ErrorCode.CONFIRMATION_NOT_FOUND), bad
-    assert runs == []
-    # Same arguments, other spelling: canonical JSON of the validated arguments matches.
-    r = await ex.execute(call("wipe", ' { "force" : false, "target" : "t1" } '), U1, approval=cid)
+async def test_an_approval_runs_the_held_call_once_for_its_user_only(
+    ex: ToolExecutor, runs: list[Any]
+) -> None:
+    r = await ex.execute(call("wipe", ' { "force" : false, "target" : "t1" } '), U1)
+    cid = r.confirmation_id
+    assert cid is not None
+    for ctx in (U2, ToolContext()):  # another user, no user: unknown to them, and not burnt
+        r = await ex.approve(cid, ctx)
+        assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
+    r = await ex.approve("conf_made_up", U1)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and runs == []
+    r = await ex.approve(cid, U1)  # the held call as the model spelled it, validated again
     assert r.value == "wiped t1" and runs == [("u1", "t1")]
-    r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and len(runs) == 1
-    r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval="conf_made_up")
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
-    cid = await request(ex, "t1")
-    r = await ex.execute(call("wipe", {"target": "t1"}), ToolContext(), approval=cid)
+    r = await ex.approve(cid, U1)
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and len(runs) == 1
 
 
@@ -154,17 +153,28 @@ async def test_an_approval_is_bound_to_its_tool(make_executor: Any, runs: list[A
 
     ex = make_executor(make_wipe(runs), other)
     cid = await request(ex, "t1")
-    r = await ex.execute(call("wipe_other", {"target": "t1"}), U1, approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED and runs == []
+    held_other = await ex.execute(call("wipe_other", {"target": "t1"}), U1)
+    assert held_other.confirmation_id is not None
+    assert (await ex.approve(cid, U1)).value == "wiped t1" and runs == [("u1", "t1")]
+    store = ex.confirmation.store
+    [pending] = await ex.pending_confirmations(U1)
+    assert pending.tool_name == "wipe_other"
+    # A record whose call names another tool than the one it was approved for runs nothing.
+    await store.consume(pending.id, user_id="u1")
+    await store.add(dataclasses.replace(pending, call={**pending.call, "name": "wipe"}))
+    r = await ex.approve(pending.id, U1)
+    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED and len(runs) == 1
+    assert r.error.details == {"reason": "mismatch"}
 
 
 async def test_concurrent_approvals_run_the_call_once(ex: ToolExecutor, runs: list[Any]) -> None:
     cid = await request(ex)
     results = await asyncio.gather(
         *[ex.approve(cid, U1) for _ in range(10)],
-        *[ex.execute(call("wipe", {"target": "t1"}), U1, approval=cid) for _ in range(10)],
+        *[ex.deny(cid, U1) for _ in range(10)],
     )
-    assert sum(r.status == "ok" for r in results) == 1 and len(runs) == 1
+    decided = [r for r in results if r.status == "ok" or r.error.details.get("reason") == "denied"]
+    assert len(decided) == 1 and len(runs) == sum(r.status == "ok" for r in results) <= 1
     assert all(r.error is not None for r in results if r.status != "ok")
 
 
@@ -180,9 +190,7 @@ async def test_a_call_without_a_user_is_refused_when_users_are_required(
         r = await attempt
         assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
         assert r.error.details == {"reason": "no_user"}
-    r = await ex.execute(call("wipe", {"target": "t1"}), ToolContext(), approval=cid)
-    assert r.error is not None and r.error.details == {"reason": "no_user"} and runs == []
-    assert (await ex.approve(cid, U1)).status == "ok"
+    assert runs == [] and (await ex.approve(cid, U1)).status == "ok"
 
 
 async def test_approve_revalidates_against_the_current_registry(runs: list[Any]) -> None:
@@ -219,7 +227,11 @@ async def test_confirmation_events(ex: ToolExecutor) -> None:
     cid = await request(ex)
     await ex.deny(cid, U1)
     cid = await request(ex)
-    await ex.execute(call("wipe", {"target": "zzz"}), U1, approval=cid)
+    store = ex.confirmation.store
+    pending = await store.consume(cid, user_id="u1")  # held again under another argument hash
+    assert pending is not None
+    await store.add(dataclasses.replace(pending, arguments_hash="0" * 64))
+    await ex.approve(cid, U1)
     decisions = [e.decision for e in rec.of(ConfirmationResolved)]
     assert decisions == ["approved", "unknown", "denied", "mismatch"]
 
@@ -241,11 +253,11 @@ async def test_a_failing_store_fails_closed(make_executor: Any, runs: list[Any])
     assert r.error is not None and r.error.code == ErrorCode.EXECUTION_FAILED and runs == []
     r = await ex.approve("conf_x", U1)
     assert r.error is not None and r.error.code == ErrorCode.EXECUTION_FAILED
-    r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval="conf_x")
-    assert r.error is not None and runs == []
+    r = await ex.deny("conf_x", U1)
+    assert r.error is not None and r.error.code == ErrorCode.EXECUTION_FAILED and runs == []
 
 
-async def test_non_destructive_tools_can_require_confirmation_and_others_ignore_approvals(
+async def test_non_destructive_tools_can_require_confirmation_and_others_run_at_once(
     make_executor: Any,
 ) -> None:
     @tool(requires_confirmation=True)
@@ -260,7 +272,7 @@ async def test_non_destructive_tools_can_require_confirmation_and_others_ignore_
 
     ex = make_executor(send_email, ping)
     assert (await ex.execute(call("send_email", {"to": "a@b.c"}), U1)).status == "confirmation_required"
-    assert (await ex.execute(call("ping"), U1, approval="whatever")).value == "pong"
+    assert (await ex.execute(call("ping"), U1)).value == "pong"
 
 
 async def test_mapping_arguments_are_stored_json_safe(ex: ToolExecutor, runs: list[Any]) -> None:
@@ -279,7 +291,7 @@ TARGETS = ["a", "b"]
 
 
 class ConfirmationMachine(RuleBasedStateMachine):
-    """Drives approve / deny / execute(approval=) / clock moves / races against a model of what may run."""
+    """Drives approve / deny / clock moves / races against a model of what may run."""
 
     requests = Bundle("requests")
 
@@ -333,22 +345,6 @@ class ConfirmationMachine(RuleBasedStateMachine):
             entry[3] = True
         assert r.status == "error"
 
-    @rule(cid=requests, user=st.sampled_from(USERS), target_=st.sampled_from(TARGETS))
-    def execute_with_approval(self, cid: str, user: str | None, target_: str) -> None:
-        entry = self.model[cid]
-        matches = entry[0] == user and entry[1] == target_
-        ok = matches and self.usable(cid, user)
-        r = self.run(
-            self.ex.execute(call("wipe", {"target": target_}), ToolContext(user_id=user), approval=cid)
-        )
-        if matches and not entry[3]:
-            entry[3] = True  # matched, so consumed (even if expired)
-        if ok:
-            self.expected_runs.append((user, target_))
-            assert r.status == "ok"
-        else:
-            assert r.status == "error"
-
     @rule(cid=requests, approvers=st.integers(2, 6), with_deny=st.booleans())
     def race(self, cid: str, approvers: int, with_deny: bool) -> None:
         entry = self.model[cid]
@@ -356,7 +352,6 @@ class ConfirmationMachine(RuleBasedStateMachine):
         valid = self.usable(cid, user)
         ctx = ToolContext(user_id=user)
         coros: list[Any] = [self.ex.approve(cid, ctx) for _ in range(approvers)]
-        coros.append(self.ex.execute(call("wipe", {"target": target_}), ctx, approval=cid))
         if with_deny:
             coros.append(self.ex.deny(cid, ctx))
         before = len(self.runs)

@@ -115,18 +115,18 @@ async def test_the_approve_path_rechecks_the_validated_arguments(runs: list[Any]
     assert r.error is not None and r.error.details == {"reason": "mismatch"} and runs == []
 
 
-async def test_a_presented_approval_is_bound_to_its_run(make_executor: Any, runs: list[Any]) -> None:
+async def test_an_approval_is_bound_to_its_run(make_executor: Any, runs: list[Any]) -> None:
     ex = make_executor(*make_tools(runs))
     in_run = U1.evolve(run_id="run_a")
     cid = await held(ex, in_run)
     for ctx in (U1.evolve(run_id="run_b"), U1):
-        r = await ex.execute(call("wipe", {"target": "t1"}), ctx, approval=cid)
-        assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
-        assert r.error.details == {"reason": "mismatch"} and runs == []
-        assert (await ex.approve(cid, ctx)).error is not None and runs == []
+        for attempt in (ex.approve(cid, ctx), ex.deny(cid, ctx)):
+            r = await attempt
+            assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
+            assert r.error.details == {"reason": "unknown_or_used"} and runs == []
     [pending] = await ex.pending_confirmations(U1)  # none of that consumed it
     assert pending.run_id == "run_a"
-    r = await ex.execute(call("wipe", {"target": "t1"}), in_run, approval=cid)
+    r = await ex.approve(cid, in_run)
     assert r.status == "ok" and runs == [("u1", {"target": "t1"})]
 
 
@@ -152,22 +152,21 @@ async def test_a_call_without_a_user_is_held_for_a_caller_without_a_user(
     pending = await ex.confirmation.store.get(cid)
     assert pending is not None and pending.user_id == NO_USER == ""
     assert await ex.pending_confirmations(ANON) == []  # nobody lists everybody's anonymous actions
-    # A signed-in user can neither approve, deny, nor present it; none of that burns it.
-    for attempt in (ex.approve(cid, U1), ex.deny(cid, U1)):
+    # A signed-in user can neither approve nor deny it (nor edit it); none of that burns it.
+    for attempt in (ex.approve(cid, U1), ex.deny(cid, U1), ex.approve(cid, U1, arguments={"target": "t9"})):
         r = await attempt
         assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
-    r = await ex.execute(call("wipe", {"target": "t1"}), U1, approval=cid)
-    assert r.error is not None and runs == []
+    assert runs == []
     r = await ex.approve(cid, ANON)
     assert r.status == "ok" and runs == [(None, {"target": "t1"})]
 
 
-async def test_an_anonymous_presented_approval_runs_once(make_executor: Any, runs: list[Any]) -> None:
+async def test_an_anonymous_approval_runs_once(make_executor: Any, runs: list[Any]) -> None:
     ex = make_executor(*make_tools(runs))
     cid = await held(ex, ANON)
-    assert (await ex.execute(call("wipe", {"target": "t2"}), ANON, approval=cid)).error is not None
-    assert (await ex.execute(call("wipe", {"target": "t1"}), ANON, approval=cid)).status == "ok"
-    assert (await ex.execute(call("wipe", {"target": "t1"}), ANON, approval=cid)).error is not None
+    assert (await ex.approve(cid, ANON)).status == "ok"
+    assert (await ex.approve(cid, ANON)).error is not None
+    assert (await ex.deny(cid, ANON)).error is not None
     assert runs == [(None, {"target": "t1"})]
 
 

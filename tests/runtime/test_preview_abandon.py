@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolrun import ToolContext, tool
-from toolrun.runtime import _approvals as approvals_module
+from toolrun.approvals import _review as approvals_module
 
 from .conftest import call
 

@@ -126,15 +126,19 @@ async def test_asked_through_one_approved_through_the_other(
     assert await a.pending_confirmations(CTX) == []
 
 
-async def test_approval_presented_with_the_resent_call_in_the_other_process(
+async def test_an_edited_approval_in_the_other_process(
     two_executors: tuple[ToolExecutor, ToolExecutor, list[str]],
 ) -> None:
     a, b, runs = two_executors
     asked = await a.execute(delete_call("t2"), CTX)
     assert asked.confirmation_id is not None
-    done = await b.execute(delete_call("t2"), CTX, approval=asked.confirmation_id)
+    shown = await b.preview_edit(asked.confirmation_id, CTX, {"task_id": "t2b"})
+    assert shown.status == "ok" and shown.value["changes"] == ['task_id: "t2" → "t2b"']
+    done = await b.approve(asked.confirmation_id, CTX, arguments={"task_id": "t2b"})
     assert done.status == "ok", done.error
-    assert runs == ["t2"]
+    assert runs == ["t2b"]
+    again = await a.deny(asked.confirmation_id, CTX)  # used, across processes
+    assert again.error is not None and again.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
 
 
 async def test_another_user_cannot_approve_through_the_other_process(

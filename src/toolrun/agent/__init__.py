@@ -15,15 +15,13 @@ from toolrun.agent._events import (
 from toolrun.agent._extras import PromptSource, make_search_tool
 from toolrun.agent._run import (
     AgentRun,
-    Approve,
-    Deny,
-    InvalidDecisionError,
     InvalidRunError,
     PendingCall,
     RunSignatureError,
     RunStatus,
     ToolCallRecord,
 )
+from toolrun.approvals import Approve, Deny, InvalidDecisionError  # the same objects: one decision grammar
 
 # The run entry's old name, still imported by `toolrun.integrations.dbos`: not public (not in `__all__`);
 # remove once it imports `PendingCall`.

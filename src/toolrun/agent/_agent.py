@@ -46,15 +46,8 @@ from toolrun.agent._events import (
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
-from toolrun.agent._run import (
-    AgentRun,
-    Approve,
-    Deny,
-    PendingCall,
-    RunStatus,
-    ToolCallRecord,
-    check_decisions,
-)
+from toolrun.agent._run import AgentRun, PendingCall, RunStatus, ToolCallRecord
+from toolrun.approvals._decisions import Approve, Decision, check_decision, check_decisions
 from toolrun.exceptions import ToolrunError
 from toolrun.models import (
     AssistantMessage,
@@ -216,7 +209,7 @@ class Agent:
     async def resume(
         self,
         run: AgentRun,
-        approvals: Mapping[str, bool | Approve | Deny],
+        approvals: Mapping[str, Decision],
         *,
         context: ToolContext[Any] | None = None,
     ) -> AgentRun:
@@ -253,7 +246,7 @@ class Agent:
     async def stream_resume(
         self,
         run: AgentRun,
-        approvals: Mapping[str, bool | Approve | Deny],
+        approvals: Mapping[str, Decision],
         *,
         context: ToolContext[Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
@@ -280,12 +273,9 @@ class Agent:
                 f"Only a run awaiting confirmation can be abandoned; this one is {run.status!r}."
             )
         ctx = self._context(run, context)
-        principal = ctx.user_id or NO_USER
         for pending in run.pending:
-            try:
-                record = await self.executor.confirmation.store.get(pending.confirmation_id)
-                if record is not None and record.run_id == run.run_id:
-                    await self.executor.confirmation.store.consume(pending.confirmation_id, user_id=principal)
+            try:  # only a confirmation held in this run (the run's JSON could name any)
+                await self.executor.confirmations.withdraw(pending.confirmation_id, ctx)
             except Exception as exc:  # it expires by itself; the run ends all the same
                 log_exception(logger, "agent run %s: could not withdraw a confirmation", exc, run.run_id)
             result = _errors.fail(
@@ -333,7 +323,7 @@ class Agent:
     async def _resume(
         self,
         run: AgentRun,
-        approvals: Mapping[str, bool | Approve | Deny],
+        approvals: Mapping[str, Decision],
         context: ToolContext[Any] | None,
         *,
         streaming: bool,
@@ -371,16 +361,13 @@ class Agent:
             if decision is None:
                 still_pending.append(pending)
                 continue
-            if isinstance(decision, Approve):
+            decided = check_decision(pending.confirmation_id, decision)
+            if isinstance(decided, Approve):
                 result = await self.executor.approve(
-                    pending.confirmation_id, ctx, arguments=decision.arguments
+                    pending.confirmation_id, ctx, arguments=decided.arguments
                 )
-            elif isinstance(decision, Deny):
-                result = await self.executor.deny(pending.confirmation_id, ctx, decision.reason)
-            elif decision:
-                result = await self.executor.approve(pending.confirmation_id, ctx)
             else:
-                result = await self.executor.deny(pending.confirmation_id, ctx)
+                result = await self.executor.deny(pending.confirmation_id, ctx, decided.reason)
             if _lost_to_another_decision(result):
                 # The record was there when the run was bound and gone when it was consumed: another resume
                 # (a double click reaching two processes) decided it in between and owns the run from here.
@@ -404,13 +391,12 @@ class Agent:
     async def _bind_pending(self, run: AgentRun, ctx: ToolContext[Any]) -> str | None:
         """Check every pending entry of `run` against the confirmation store and replace it with what the
         store holds (call, summary, arguments); the reason for refusing the resume, or None."""
-        store = self.executor.confirmation.store
         principal = ctx.user_id or NO_USER
         records: list[PendingConfirmation] = []
         for entry in run.pending:
             cid = entry.confirmation_id
             try:
-                record = await store.get(cid)
+                record = await self.executor.confirmations.record(cid)
             except Exception as exc:
                 error_id = new_error_id()
                 log_exception(
@@ -833,7 +819,7 @@ class Agent:
         arguments: dict[str, Any] | None = None
         preview: str | None = None
         try:
-            record = await self.executor.confirmation.store.get(cid)
+            record = await self.executor.confirmations.record(cid)
         except Exception as exc:  # resume() checks the store again, and refuses without it
             log_exception(
                 logger,

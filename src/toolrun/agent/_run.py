@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
+from toolrun.approvals._decisions import check_decisions as check_decisions  # dbos.py imports it here
 from toolrun.exceptions import ToolrunError
 from toolrun.models import Message, Usage
 from toolrun.models._messages import message_from_dict
@@ -26,9 +27,6 @@ from toolrun.tools import ToolCall
 
 __all__ = [
     "AgentRun",
-    "Approve",
-    "Deny",
-    "InvalidDecisionError",
     "InvalidRunError",
     "PendingCall",
     "RunSignatureError",
@@ -71,38 +69,6 @@ class InvalidRunError(ToolrunError, ValueError):
 class RunSignatureError(InvalidRunError):
     """A signed `AgentRun` was changed after it was signed, signed with another key, or not signed at all
     where a signature is required. Nothing of it can be trusted: start a new run."""
-
-
-class InvalidDecisionError(ToolrunError, ValueError):
-    """A decision given to `Agent.resume` that is not `True`/`Approve(...)` (approve) or `False`/`Deny(...)`
-    (deny).
-
-    Anything else — `"no"`, `"false"`, `1`, `None`, `{"approve": False}`, `("deny", "why")` — is refused
-    before anything runs: a loose reading would approve on any truthy value.
-
-    Attributes:
-        confirmation_id: The id whose decision was refused.
-    """
-
-    def __init__(self, confirmation_id: str, value: Any) -> None:
-        shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        super().__init__(
-            f"The decision for confirmation {confirmation_id!r} must be True (approve) or False (deny) "
-            "(or Approve(...) / Deny(...)), "
-            f"not {type(value).__name__} {shown}. Nothing was run."
-        )
-        self.confirmation_id = confirmation_id
-
-
-def check_decisions(approvals: Mapping[str, Any]) -> None:
-    """Raise `InvalidDecisionError` unless every value of `approvals` is exactly `True`, `False`, an
-    `Approve` or a `Deny`."""
-    if not isinstance(approvals, Mapping):
-        raise TypeError(f"approvals must be a mapping of confirmation id to a decision, not {approvals!r}.")
-    for confirmation_id, value in approvals.items():
-        if value is not True and value is not False and not isinstance(value, Approve | Deny):
-            raise InvalidDecisionError(str(confirmation_id), value)
 
 
 _T = TypeVar("_T")
@@ -277,28 +243,6 @@ class PendingCall:
             arguments=_get(data, _where, "arguments", (dict, type(None)), None),
             preview=_get(data, _where, "preview", (str, type(None)), None),
         )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Approve:
-    """A decision for `Agent.resume`: approve, optionally with the person's own arguments.
-
-    With `arguments`, the edited call is validated (an invalid edit raises `ValueError` before anything
-    of the resume runs), previewed again, bound to the new arguments and run once; the model is told what
-    the person changed. `True` in `approvals` means `Approve()`.
-    """
-
-    arguments: Mapping[str, Any] | None = None
-    """The arguments to run with instead of the model's (all of them, as JSON data); None: as held."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Deny:
-    """A decision for `Agent.resume`: refuse, optionally saying why; the model receives the reason.
-    `False` in `approvals` means `Deny()`."""
-
-    reason: str | None = None
-    """The person's own words, for the model (never logged)."""
 
 
 @dataclass(kw_only=True)

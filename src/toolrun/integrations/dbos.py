@@ -210,11 +210,11 @@ class _StepExecutor(ToolExecutor):
         return self._inner
 
     def execute(
-        self, call: ToolCall, context: ToolContext[Any] | None = None, *, approval: str | None = None
+        self, call: ToolCall, context: ToolContext[Any] | None = None
     ) -> Coroutine[Any, Any, ToolResult]:
         if not _in_workflow():
-            return self._inner.execute(call, context, approval=approval)
-        return self._call(call, context or ToolContext(), approval)
+            return self._inner.execute(call, context)
+        return self._call(call, context or ToolContext(), None)
 
     async def _call(self, call: ToolCall, ctx: ToolContext[Any], approval: str | None) -> ToolResult:
         starts: list[Callable[[], Awaitable[None]]] = []
@@ -325,7 +325,7 @@ class _StepExecutor(ToolExecutor):
         agent = self._agent
         if tool is not None and tool.options.background and agent is not None and agent.jobs is not None:
             return await agent._job(call, ctx, tool.name, reserved, starts)
-        return await self._twice(call, lambda: self._inner.execute(call, ctx, approval=approval), reserved)
+        return await self._twice(call, lambda: self._inner.execute(call, ctx), reserved)
 
     async def _twice(
         self,

@@ -30,7 +30,7 @@ from toolrun.models import SystemMessage as TRSystemMessage
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor, _errors
-from toolrun.store import NO_USER, PendingConfirmation
+from toolrun.store import PendingConfirmation
 from toolrun.tools import ToolCall, ToolContext
 from toolrun.tools._context import ProgressThrottle
 
@@ -137,7 +137,7 @@ async def _hold(
         result = await executor.execute(call, ctx)
         if result.status == "confirmation_required" and result.confirmation_id:
             try:
-                record = await executor.confirmation.store.get(result.confirmation_id)
+                record = await executor.confirmations.record(result.confirmation_id)
             except Exception:  # the summary is still there to show
                 record = None
             preview = record.preview if record is not None else None
@@ -289,7 +289,7 @@ async def _withdraw(executor: ToolExecutor, ctx: ToolContext[Any], h: _Held) -> 
     The result carries the code and reason the executor gives an approval of a used id
     (`CONFIRMATION_NOT_FOUND`, `unknown_or_used`), and is audited as a refusal."""
     try:
-        await executor.confirmation.store.consume(h.confirmation_id, user_id=ctx.user_id or NO_USER)
+        await executor.confirmations.withdraw(h.confirmation_id, ctx)
     except Exception as exc:  # it expires on its own; the call still does not run
         _logger.warning("Withdrawing an unshown confirmation failed: %s", type(exc).__name__)
     name = str(h.call.name)

@@ -361,7 +361,7 @@ async def settle_round(
     caller."""
     confirmation_id = str(claims["c"])
     try:
-        record = await executor.confirmation.store.get(confirmation_id)
+        record = await executor.confirmations.record(confirmation_id)
     except Exception:
         record = None
     held = record.metadata.get("arguments") if record is not None else None

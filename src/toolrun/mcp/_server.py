@@ -523,7 +523,7 @@ class _Handlers:
             await self.executor.deny(confirmation_id, context)  # withdrawn: nothing may run it later
             return _render(_confirm.needs_confirmation(pending.call_id, tool.name), tool)
         try:  # what the person approves: the preview stored with the confirmation, else the summary
-            record = await self.executor.confirmation.store.get(confirmation_id)
+            record = await self.executor.confirmations.record(confirmation_id)
         except Exception:
             record = None
         shown = record.shown if record is not None else (pending.message or tool.name)

@@ -12,7 +12,8 @@ results = await executor.chain([{"id": "a", "tool": "search", "arguments": {"q":
 propagates (after the call is recorded as `cancelled`). **Stages** are middleware objects (`async
 __call__(invocation, call_next)`, optionally `applies_to(tool)`), chained once per tool: lookup, access,
 validation, your middleware, confirmation, rate limit, cache, then the run stage. **Confirmations** bind a
-pending call to its user, tool, argument hash and run, single use and expiring (`approve`, `deny`).
+pending call to its user, tool, argument hash and run, single use and expiring (`approve`, `deny`, held by
+`executor.confirmations`); the decision grammar, previews and rules live in `toolrun.approvals`.
 **Observation** costs nothing when nobody listens, and events, audit records and spans never carry
 argument values, results or messages. The whole contract: docs/executor.md.
 """

@@ -18,15 +18,21 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Literal, Protocol, runtime_checkable
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 import pydantic_core
+
+if TYPE_CHECKING:
+    from toolrun.results import ToolResult
+    from toolrun.tools import ToolContext
 
 __all__ = [
     "ArgumentHasher",
     "AuditRecord",
     "AuditSink",
+    "AuditTrail",
     "InMemoryAuditSink",
     "audit_call_id",
     "canonical_json",
@@ -307,3 +313,93 @@ def emit_log_record(
 
 
 _START: float = getattr(logging, "_startTime", time.time())
+
+
+class AuditTrail:
+    """Where an executor's audit records go (its sinks and its logger), and the one place a record of a
+    call, an approval or a denial is built (`write`).
+
+    Args:
+        audit: The sinks (one, several or None).
+        logger: The logger records go to at INFO (a name or a logger; None for none).
+    """
+
+    __slots__ = ("logger", "sinks")
+
+    def __init__(
+        self, audit: AuditSink | Sequence[AuditSink] | None, logger: logging.Logger | str | None
+    ) -> None:
+        if audit is None:
+            self.sinks: tuple[AuditSink, ...] = ()
+        elif isinstance(audit, AuditSink):
+            self.sinks = (audit,)
+        else:
+            self.sinks = tuple(audit)
+        self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
+
+    def enabled(self) -> bool:
+        """Whether a record would go anywhere (a sink, or the logger enabled for INFO)."""
+        logger = self.logger
+        return bool(self.sinks) or (logger is not None and logger.isEnabledFor(logging.INFO))
+
+    def write(
+        self,
+        action: Any,
+        result: ToolResult,
+        tool_name: str | None,
+        ctx: ToolContext[Any],
+        arguments_hash: str | None,
+        confirmation_id: str | None = None,
+        outcome: str | None = None,
+        rule_id: str | None = None,
+    ) -> None:
+        """Build the record of `result` (its status, or `outcome`) and write it to every sink and the
+        logger; a failing sink is logged and never stops the others."""
+        error = result.error
+        record = AuditRecord(  # positional: one C call
+            action,
+            tool_name,
+            audit_call_id(result.call_id),
+            ctx.trace_id,
+            ctx.conversation_id,
+            ctx.user_id,
+            arguments_hash,
+            outcome or result.status,
+            error.code if error is not None else None,
+            result.duration * 1000.0,
+            result.attempts,
+            result.cached,
+            error.details.get("error_id") if error is not None else None,
+            confirmation_id,
+            time.time(),
+            rule_id,
+        )
+        for sink in self.sinks:
+            try:
+                sink.write(record)
+            except Exception as exc:
+                from toolrun.runtime._logging import log_exception
+
+                log_exception(logging.getLogger("toolrun"), "Audit sink %r failed", exc, sink)
+        logger = self.logger
+        if logger is not None and logger.isEnabledFor(logging.INFO):
+            log_audit_record(logger, record)
+
+    def flush(self) -> list[Coroutine[Any, Any, Any]]:
+        """Flush the sinks with a synchronous `flush`; return the coroutines of those with an async one."""
+        import inspect
+
+        from toolrun.runtime._logging import log_exception
+
+        pending: list[Coroutine[Any, Any, Any]] = []
+        for sink in self.sinks:
+            flush = getattr(sink, "flush", None)
+            if callable(flush):
+                try:
+                    result = flush()
+                except Exception as exc:
+                    log_exception(logging.getLogger("toolrun"), "Audit sink %r failed to flush", exc, sink)
+                    continue
+                if inspect.iscoroutine(result):
+                    pending.append(result)
+        return pending

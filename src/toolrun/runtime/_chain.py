@@ -1,6 +1,8 @@
-"""`ToolExecutor.chain`: run steps in order, feeding earlier results into later arguments.
+"""Several calls at once: `ToolExecutor.execute_many` (concurrently, `sequential` tools alone) and
+`ToolExecutor.chain` (steps in order, feeding earlier results into later arguments).
 
 ```python
+results = await executor.execute_many(calls, ctx, max_concurrency=8)   # in call order
 results = await executor.chain([
     {"id": "find", "tool": "search_tasks", "arguments": {"query": "invoice"}},
     {"id": "open", "tool": "get_task", "arguments": {"task_id": "$find.items.0.id"}},
@@ -17,8 +19,9 @@ pipeline (confirmation included); the chain stops at the first step that does no
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +32,7 @@ from toolrun.tools import ToolCall, ToolContext
 if TYPE_CHECKING:
     from toolrun.runtime._executor import ToolExecutor
 
-__all__ = ["ChainStep", "run_chain"]
+__all__ = ["ChainStep", "run_chain", "run_many"]
 
 _STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _MAX_DEPTH = 64
@@ -171,3 +174,48 @@ def _bad_step(call_id: str, tool: str, message: str) -> ToolResult:
         recover_action="Fix the chain: refer only to earlier steps and to fields their results have.",
         details={"problems": [{"path": "", "message": message, "expected": None, "given": None}]},
     )
+
+
+async def run_many(
+    executor: ToolExecutor,
+    calls: Iterable[ToolCall],
+    context: ToolContext[Any] | None,
+    max_concurrency: int | None,
+    context_for: Callable[[ToolCall], ToolContext[Any]] | None,
+) -> list[ToolResult]:
+    """`ToolExecutor.execute_many`: the calls concurrently (at most `max_concurrency` at a time), a call of
+    a `sequential` tool alone; results in call order."""
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
+    items = list(calls)
+    ctx = context if context is not None else ToolContext()
+    results: list[ToolResult | None] = [None] * len(items)
+    limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def run(index: int) -> None:
+        call = items[index]
+        own = ctx if context_for is None else context_for(call)
+        if limiter is None:
+            results[index] = await executor.execute(call, own)
+        else:
+            async with limiter:
+                results[index] = await executor.execute(call, own)
+
+    async def run_group(group: list[int]) -> None:
+        if len(group) == 1:
+            await run(group[0])
+        elif group:
+            async with asyncio.TaskGroup() as tg:
+                for index in group:
+                    tg.create_task(run(index))
+
+    group: list[int] = []
+    for index, call in enumerate(items):
+        if executor._is_sequential(call.name):
+            await run_group(group)
+            group = []
+            await run(index)
+        else:
+            group.append(index)
+    await run_group(group)
+    return [r for r in results if r is not None]

@@ -11,17 +11,18 @@ execute(call, context)
   rate limit     (tools with a rate_limit)    → RATE_LIMITED (+ details["retry_after"])
   cache          (tools with a cache_ttl)     → cached result
   run            deadline, budget, snapshot, handler + timeout + retries, result  (see `_run`)
-  ── observe ── events, one audit record, one OpenTelemetry span
+  ── observe ── events, one audit record (`_audit`), one OpenTelemetry span
 ```
+
+The decisions on held calls (`approve`, `deny`, `preview_edit`) live in `executor.confirmations`
+(`_confirm`); the executor's methods of those names delegate to it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import difflib
 import functools
-import inspect
 import logging
 import os
 import time
@@ -30,18 +31,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from toolrun._unicode import json_problem
 from toolrun.content import MAX_ITEM_BYTES, MAX_ITEMS, Content
 from toolrun.exceptions import ArgumentsError
 from toolrun.registry import ToolSet
 from toolrun.results import ErrorCode, ToolError, ToolResult
 from toolrun.runtime import _errors
-from toolrun.runtime._approvals import describe_changes, make_preview
-from toolrun.runtime._audit import ArgumentHasher, AuditRecord, AuditSink, audit_call_id, log_audit_record
+from toolrun.runtime._audit import ArgumentHasher, AuditSink, AuditTrail
 from toolrun.runtime._budget import READ_RESULT, ArtifactStore, InMemoryArtifactStore, read_result_tool
-from toolrun.runtime._chain import ChainStep, run_chain
+from toolrun.runtime._chain import ChainStep, run_chain, run_many
+from toolrun.runtime._confirm import Confirmations
 from toolrun.runtime._events import (
-    ConfirmationResolved,
     EventBus,
     Subscriber,
     ToolEvent,
@@ -58,10 +57,8 @@ from toolrun.runtime._stages import (
     ConfirmationStage,
     QuotaStage,
     RateLimitStage,
-    summarize_call,
 )
 from toolrun.store import (
-    NO_USER,
     ApprovalRuleStore,
     CacheStore,
     ConfirmationStore,
@@ -79,7 +76,6 @@ __all__ = ["ToolExecutor"]
 
 _logger = logging.getLogger("toolrun")
 _perf = time.perf_counter
-_time = time.time
 _INFO = logging.INFO
 
 
@@ -230,18 +226,13 @@ class ToolExecutor:
             rules=self.approval_rules,
         )
         self._clock = clock
+        self.confirmations = Confirmations(self)
+        """The decisions on held calls (`approve`, `deny`, `preview_edit`, `pending`), and a held record's
+        reading (`record`) and withdrawal (`withdraw`) for the doors."""
         self.rate_limit = RateLimitStage(rate_limits if rate_limits is not None else InMemoryRateLimitStore())
         self.quota = QuotaStage(self.rate_limit.store, parse_rate_limit(quota)) if quota is not None else None
         self.cache = CacheStage(cache if cache is not None else InMemoryCache())
-        if audit is None:
-            self._sinks: tuple[AuditSink, ...] = ()
-        elif isinstance(audit, AuditSink):
-            self._sinks = (audit,)
-        else:
-            self._sinks = tuple(audit)
-        self._audit_logger = (
-            logging.getLogger(audit_logger) if isinstance(audit_logger, str) else audit_logger
-        )
+        self._trail = AuditTrail(audit, audit_logger)
         self._tracing = Tracing(tracer_provider)
         self._pool_size = thread_pool_size
         self._pool: ThreadPoolExecutor | None = None
@@ -253,7 +244,7 @@ class ToolExecutor:
     # Public API
 
     def execute(
-        self, call: ToolCall, context: ToolContext[Any] | None = None, *, approval: str | None = None
+        self, call: ToolCall, context: ToolContext[Any] | None = None
     ) -> Coroutine[Any, Any, ToolResult]:
         """Run one call through the pipeline and return its result. Never raises for anything the call,
         the model or the tool does. `await` it (it returns the pipeline's coroutine itself: one coroutine
@@ -262,17 +253,12 @@ class ToolExecutor:
         Args:
             call: The call as the model made it.
             context: Who is calling and under what limits (default: an anonymous context).
-            approval: A confirmation id the caller got from an earlier `confirmation_required` result,
-                presented with the same call re-sent: it must match the user, the tool and the exact
-                arguments, else `CONFIRMATION_DENIED` (see `approve` for the usual way).
 
         Raises:
             asyncio.CancelledError: only when the caller's own task is cancelled (as asyncio requires);
                 the call is then recorded with outcome `cancelled`.
         """
-        return self._execute(
-            call, context if context is not None else ToolContext(), approval, None, "execute"
-        )
+        return self._execute(call, context if context is not None else ToolContext(), None, "execute")
 
     async def approve(
         self,
@@ -299,38 +285,7 @@ class ToolExecutor:
         (`metadata["edited"]`, and a line in its text). Use `preview_edit` to show the new preview before
         the person approves.
         """
-        edited: tuple[dict[str, Any], list[str], str | None] | None = None
-        if arguments is not None:
-            checked = await self._check_edit(confirmation_id, context, arguments)
-            if isinstance(checked, ToolResult):
-                return checked
-            edited = checked[1], checked[2], checked[3]
-        taken = await self._take(confirmation_id, context, "approve")
-        if isinstance(taken, ToolResult):
-            return taken
-        call = ToolCall(
-            id=str(taken.call.get("id", "")),
-            name=str(taken.call.get("name", "")),
-            arguments=taken.call.get("arguments"),
-        )
-        if edited is None:
-            return await self._execute(call, context, None, taken, "approve")
-        new_arguments, changes, preview = edited
-        call = ToolCall(id=call.id, name=call.name, arguments=new_arguments)
-        tool = self.registry.find(taken.tool_name)
-        try:
-            bound_hash = self.hasher.arguments(tool.validate(new_arguments)) if tool is not None else ""
-        except Exception:  # the tool changed in between: the stage refuses the mismatch
-            bound_hash = ""
-        rebound = dataclasses.replace(
-            taken,
-            arguments_hash=bound_hash,
-            call=call.to_dict(),
-            preview=preview,
-            metadata={**taken.metadata, "arguments": new_arguments, "edited": changes},
-        )
-        result = await self._execute(call, context, None, rebound, "approve")
-        return _told_about_edit(result, changes)
+        return await self.confirmations.approve(confirmation_id, context, arguments=arguments)
 
     async def preview_edit(
         self, confirmation_id: str, context: ToolContext[Any], arguments: Mapping[str, Any]
@@ -342,89 +297,7 @@ class ToolExecutor:
         changed argument), or the error a later `approve(..., arguments=...)` would give
         (`INVALID_ARGUMENTS`, `CONFIRMATION_EXPIRED`). The confirmation stays pending.
         """
-        checked = await self._check_edit(confirmation_id, context, arguments)
-        if isinstance(checked, ToolResult):
-            return checked
-        pending, shown, changes, preview = checked
-        tool = self.registry.find(pending.tool_name)
-        summary = summarize_call(tool, shown) if tool is not None else ""
-        return ToolResult.ok(
-            {
-                "preview": preview if preview is not None else summary,
-                "summary": summary,
-                "arguments": shown,
-                "changes": changes,
-            },
-            call_id=str(pending.call.get("id", "")),
-            tool_name=pending.tool_name,
-        )
-
-    async def _check_edit(
-        self, confirmation_id: str, context: ToolContext[Any], arguments: Mapping[str, Any]
-    ) -> tuple[PendingConfirmation, dict[str, Any], list[str], str | None] | ToolResult:
-        """Look at (never consume) the confirmation and validate the person's arguments for its tool:
-        (record, arguments as JSON data, changes, new preview), or the error result."""
-        user = context.user_id or NO_USER
-        try:
-            found = await self.confirmation.store.get(str(confirmation_id))
-        except Exception as exc:
-            return self._store_failed(exc)
-        if (
-            found is None
-            or found.user_id != user
-            or found.run_id not in (None, context.run_id)
-            or (not context.user_id and self.confirmation.require_user)
-        ):
-            return _errors.confirmation_not_found("", "")
-        call_id = str(found.call.get("id", ""))
-        if found.expired(self._clock()):
-            return _errors.confirmation_expired(call_id, found.tool_name)
-        tool = self.registry.find(found.tool_name)
-        if tool is None:
-            return _errors.not_found(call_id, found.tool_name, [])
-        problem = json_problem(arguments)
-        if problem is not None:  # a person's text must be valid Unicode: refused, never run
-            return _errors.fail(
-                call_id,
-                tool.name,
-                ErrorCode.INVALID_ARGUMENTS,
-                f"The edited arguments cannot be taken: {problem}.",
-                recover_action="Fix the text of that argument and try again.",
-            )
-        try:
-            validated = tool.validate(dict(arguments) if isinstance(arguments, Mapping) else arguments)
-        except ArgumentsError as exc:
-            return _errors.invalid_arguments(call_id, tool.name, exc)
-        except Exception:
-            return _errors.fail(
-                call_id, tool.name, ErrorCode.INVALID_ARGUMENTS, "The edited arguments could not be checked."
-            )
-        from toolrun.runtime._stages import _shown_arguments
-
-        shown = _shown_arguments(validated)
-        before = found.metadata.get("arguments")
-        changes = describe_changes(dict(before) if isinstance(before, Mapping) else {}, shown)
-        summary = summarize_call(tool, validated)
-        preview = await make_preview(self, tool, validated, context, summary)
-        return found, shown, changes, preview
-
-    def _store_failed(self, exc: BaseException) -> ToolResult:
-        error_id = _errors.new_error_id()
-        log_exception(
-            _logger,
-            "Confirmation store failed (error_id=%s)",
-            exc,
-            error_id,
-            redact=not self.log_exception_messages,
-        )
-        return _errors.fail(
-            "",
-            "",
-            ErrorCode.EXECUTION_FAILED,
-            f"The confirmation could not be checked (error id {error_id}).",
-            retryable=True,
-            details={"error_id": error_id},
-        )
+        return await self.confirmations.preview_edit(confirmation_id, context, arguments)
 
     async def deny(
         self, confirmation_id: str, context: ToolContext[Any], reason: str | None = None
@@ -432,32 +305,7 @@ class ToolExecutor:
         """Refuse a pending confirmation: it is consumed, the tool never runs, and the result (with the
         original call id) is `CONFIRMATION_DENIED`, for the model. `reason` is the user's own words; it is
         put in the result's message for the model and never logged."""
-        start = _perf()
-        taken = await self._take(confirmation_id, context, "deny")
-        if isinstance(taken, ToolResult):
-            return taken
-        message = f"The user declined to run {taken.tool_name!r}; it did not run."
-        if reason and reason.strip():
-            message += f" The user said: {reason.strip()[:2000]}"
-        result = _errors.confirmation_denied(
-            str(taken.call.get("id", "")),
-            taken.tool_name,
-            message,
-            reason="denied",
-            recover_action="Do not try this action again unless the user asks for it.",
-        )
-        result.duration = _perf() - start
-        self._resolved(taken, context, "denied")
-        if self._audit_enabled():
-            self._audit(
-                "deny",
-                result,
-                taken.tool_name,
-                context,
-                taken.arguments_hash,
-                confirmation_id=taken.id,
-            )
-        return result
+        return await self.confirmations.deny(confirmation_id, context, reason)
 
     async def pending_confirmations(self, context: ToolContext[Any]) -> list[PendingConfirmation]:
         """The confirmations waiting for `context.user_id`.
@@ -466,14 +314,7 @@ class ToolExecutor:
         so only those of the caller's own run (`context.run_id`) or, failing that, conversation
         (`context.conversation_id`) are listed; with neither, none.
         """
-        pending = await self.confirmation.store.list_pending(context.user_id or NO_USER, now=self._clock())
-        if context.user_id:
-            return pending
-        if context.run_id is not None:
-            return [p for p in pending if p.run_id == context.run_id]
-        if context.conversation_id is not None:
-            return [p for p in pending if p.conversation_id == context.conversation_id]
-        return []
+        return await self.confirmations.pending(context)
 
     async def execute_many(
         self,
@@ -489,40 +330,7 @@ class ToolExecutor:
         any call after it starts. `context_for(call)`, when given, is each call's own context (e.g. with
         a progress reporter naming the call) instead of `context`.
         """
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
-        items = list(calls)
-        ctx = context if context is not None else ToolContext()
-        results: list[ToolResult | None] = [None] * len(items)
-        limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-
-        async def run(index: int) -> None:
-            call = items[index]
-            own = ctx if context_for is None else context_for(call)
-            if limiter is None:
-                results[index] = await self.execute(call, own)
-            else:
-                async with limiter:
-                    results[index] = await self.execute(call, own)
-
-        async def run_group(group: list[int]) -> None:
-            if len(group) == 1:
-                await run(group[0])
-            elif group:
-                async with asyncio.TaskGroup() as tg:
-                    for index in group:
-                        tg.create_task(run(index))
-
-        group: list[int] = []
-        for index, call in enumerate(items):
-            if self._is_sequential(call.name):
-                await run_group(group)
-                group = []
-                await run(index)
-            else:
-                group.append(index)
-        await run_group(group)
-        return [r for r in results if r is not None]
+        return await run_many(self, calls, context, max_concurrency, context_for)
 
     async def chain(
         self, steps: Sequence[ChainStep | Mapping[str, Any]], context: ToolContext[Any] | None = None
@@ -567,7 +375,7 @@ class ToolExecutor:
         the audit sinks hold (`flush()` of each sink that has a synchronous one; the sinks stay open: they
         are yours). A sink whose `flush` is async is flushed by `aclose()` only."""
         self._release_pool()
-        for pending in self._flush_sinks():
+        for pending in self._trail.flush():
             pending.close()  # sync close cannot await an async flush: never started, nothing half-written
 
     async def aclose(self) -> None:
@@ -575,7 +383,7 @@ class ToolExecutor:
         too). When it returns, the audit record of every call that has finished is written."""
         await self.events.drain()
         self._release_pool()
-        for pending in self._flush_sinks():
+        for pending in self._trail.flush():
             try:
                 await pending
             except Exception as exc:
@@ -585,21 +393,6 @@ class ToolExecutor:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
-
-    def _flush_sinks(self) -> list[Coroutine[Any, Any, Any]]:
-        """Flush the sinks with a synchronous `flush`; return the coroutines of those with an async one."""
-        pending: list[Coroutine[Any, Any, Any]] = []
-        for sink in self._sinks:
-            flush = getattr(sink, "flush", None)
-            if callable(flush):
-                try:
-                    result = flush()
-                except Exception as exc:
-                    log_exception(_logger, "Audit sink %r failed to flush", exc, sink)
-                    continue
-                if inspect.iscoroutine(result):
-                    pending.append(result)
-        return pending
 
     async def __aenter__(self) -> ToolExecutor:
         return self
@@ -723,7 +516,6 @@ class ToolExecutor:
         self,
         call: ToolCall,
         ctx: ToolContext[Any],
-        approval_id: str | None,
         approval: PendingConfirmation | None,
         action: Any,
     ) -> ToolResult:
@@ -741,10 +533,9 @@ class ToolExecutor:
             broken = None
         bus = self.events
         emitting = bus.active
-        logger = self._audit_logger
-        logging_audit = logger is not None and logger.isEnabledFor(_INFO)
-        sinks = self._sinks
-        auditing = logging_audit or bool(sinks)
+        trail = self._trail
+        logger = trail.logger
+        auditing = bool(trail.sinks) or (logger is not None and logger.isEnabledFor(_INFO))
         tracing = self._tracing
         tracer = tracing.tracer()
         observing = emitting or auditing or tracer is not None
@@ -763,7 +554,7 @@ class ToolExecutor:
         try:
             try:
                 front = (
-                    self._front(plan, call, ctx, approval_id, approval)
+                    self._front(plan, call, ctx, approval)
                     if broken is None
                     else self._unexpected(call, None, broken, "could not be looked up")
                 )
@@ -823,7 +614,7 @@ class ToolExecutor:
             self._tracing.finish(
                 span, token, outcome=result.status, code=code, attempts=result.attempts, cached=result.cached
             )
-        if auditing:  # inline: this is the per-call cost of an audit trail (see `_audit`)
+        if auditing:
             arguments_hash: str | None
             try:
                 if inv is None:
@@ -834,31 +625,16 @@ class ToolExecutor:
                     arguments_hash = self.hasher.arguments(inv.arguments)
             except Exception:  # arguments that cannot even be rendered: audit without a hash
                 arguments_hash = None
-            record = AuditRecord(  # positional: one C call (see AuditRecord)
+            self._trail.write(
                 action,
+                result,
                 tool_name,
-                audit_call_id(result.call_id),
-                ctx.trace_id,
-                ctx.conversation_id,
-                ctx.user_id,
+                ctx,
                 arguments_hash,
-                result.status,
-                code,
-                duration * 1000.0,
-                result.attempts,
-                result.cached,
-                error_id,
                 approval.id if approval is not None else result.confirmation_id,
-                _time(),
+                None,
                 inv.rule_id if inv is not None else None,
             )
-            for sink in sinks:
-                try:
-                    sink.write(record)
-                except Exception as exc:
-                    log_exception(_logger, "Audit sink %r failed", exc, sink)
-            if logging_audit and logger is not None:
-                log_audit_record(logger, record)
         return result
 
     def _cancelled(
@@ -882,7 +658,7 @@ class ToolExecutor:
             self._tracing.finish(span, token, outcome="cancelled", code="CANCELLED", attempts=0, cached=False)
         if auditing:
             cancelled = ToolResult(call_id=call.id, tool_name=tool_name or "", duration=duration)
-            self._audit(action, cancelled, tool_name, ctx, self._hash_of(inv, call), None, "cancelled")
+            self._trail.write(action, cancelled, tool_name, ctx, self._hash_of(inv, call), None, "cancelled")
 
     def _unexpected(self, call: ToolCall, tool_name: str | None, exc: BaseException, what: str) -> ToolResult:
         error_id = _errors.new_error_id()
@@ -904,7 +680,6 @@ class ToolExecutor:
         plan: _Plan | None,
         call: ToolCall,
         ctx: ToolContext[Any],
-        approval_id: str | None,
         approval: PendingConfirmation | None,
     ) -> ToolResult | Invocation:
         """Lookup, access and validation: an error result, or the invocation to run through the chain."""
@@ -946,7 +721,7 @@ class ToolExecutor:
                 recover_action="Call the tool again with simple, well-formed JSON arguments.",
                 details={"problems": [], "error_id": error_id},
             )
-        return Invocation(self, tool, call, ctx, arguments, approval_id, approval)
+        return Invocation(self, tool, call, ctx, arguments, approval)
 
     def _suggest(self, name: Any, ctx: ToolContext[Any]) -> list[str]:
         """The names closest to an unknown `name` among the tools this caller may use (a "did you mean"
@@ -965,112 +740,19 @@ class ToolExecutor:
         return [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.5)]
 
     # --------------------------------------------------------------------------------------------------
-    # Confirmations
-
-    async def _take(
-        self, confirmation_id: str, context: ToolContext[Any], action: str
-    ) -> PendingConfirmation | ToolResult:
-        """Consume a confirmation for approve/deny, or say why not (as an error result, audited)."""
-        start = _perf()
-        user = context.user_id or NO_USER
-        result: ToolResult
-        if not context.user_id and self.confirmation.require_user:
-            result = _errors.confirmation_denied(
-                "",
-                "",
-                "Only a signed-in user can decide on a pending action, and this request has no user id.",
-                reason="no_user",
-            )
-        else:
-            try:
-                taken = await self._consume(str(confirmation_id), user, context)
-            except Exception as exc:
-                error_id = _errors.new_error_id()
-                log_exception(
-                    _logger,
-                    "Confirmation store failed (error_id=%s)",
-                    exc,
-                    error_id,
-                    redact=not self.log_exception_messages,
-                )
-                result = _errors.fail(
-                    "",
-                    "",
-                    ErrorCode.EXECUTION_FAILED,
-                    f"The confirmation could not be checked (error id {error_id}).",
-                    retryable=True,
-                    details={"error_id": error_id},
-                )
-            else:
-                if taken is not None and not taken.expired(self._clock()):
-                    return taken
-                if taken is None:
-                    result = _errors.confirmation_not_found("", "")
-                    if self.events.active:
-                        self.events.emit(
-                            ConfirmationResolved(
-                                call_id="",
-                                tool_name=None,
-                                trace_id=context.trace_id,
-                                user_id=user,
-                                confirmation_id=str(confirmation_id),
-                                decision="unknown",
-                            )
-                        )
-                else:
-                    call_id = str(taken.call.get("id", ""))
-                    result = _errors.confirmation_expired(call_id, taken.tool_name)
-                    self._resolved(taken, context, "expired")
-        result.duration = _perf() - start
-        if self._audit_enabled():
-            self._audit(action, result, result.tool_name or None, context, None)
-        return result
-
-    async def _consume(
-        self, confirmation_id: str, user: str, context: ToolContext[Any]
-    ) -> PendingConfirmation | None:
-        """Take the confirmation if it is `user`'s and was not issued for another run than `context`'s;
-        a confirmation of another run is left in place (looked at first, so nobody else can burn it)."""
-        store = self.confirmation.store
-        found = await store.get(confirmation_id)
-        if found is None or found.user_id != user or (found.run_id not in (None, context.run_id)):
-            return None
-        taken = await store.consume(confirmation_id, user_id=user)
-        if taken is not None and taken.run_id not in (None, context.run_id):  # replaced in between
-            return None
-        return taken
-
-    def _resolved(self, pending: PendingConfirmation, context: ToolContext[Any], decision: Any) -> None:
-        if self.events.active:
-            self.events.emit(
-                ConfirmationResolved(
-                    call_id=str(pending.call.get("id", "")),
-                    tool_name=pending.tool_name,
-                    trace_id=context.trace_id,
-                    user_id=context.user_id,
-                    confirmation_id=pending.id,
-                    decision=decision,
-                )
-            )
-
-    # --------------------------------------------------------------------------------------------------
     # Audit
-
-    def _audit_enabled(self) -> bool:
-        logger = self._audit_logger
-        return bool(self._sinks) or (logger is not None and logger.isEnabledFor(_INFO))
 
     def audit_refusals(self, refused: Iterable[ToolResult], context: ToolContext[Any]) -> None:
         """Write the content-free audit records of calls refused before they reached `execute` (an agent's
         model boundary does this), as for the executor's own refusals: action `execute`, the error code,
         no argument hash. A result names its tool only when that name is registered here (an unknown name is
         what the model wrote, and stays out of the trail)."""
-        if not self._audit_enabled():
+        if not self._trail.enabled():
             return
         for result in refused:
             name = result.tool_name
             tool = name if name and self.registry.find(name) is not None else None
-            self._audit("execute", result, tool, context, None)
+            self._trail.write("execute", result, tool, context, None)
 
     def _hash_of(self, inv: Invocation | None, call: ToolCall) -> str | None:
         try:
@@ -1079,57 +761,3 @@ class ToolExecutor:
             return self.hasher.raw(call.arguments)
         except Exception:  # arguments that cannot even be rendered: audit without a hash
             return None
-
-    def _audit(
-        self,
-        action: Any,
-        result: ToolResult,
-        tool_name: str | None,
-        ctx: ToolContext[Any],
-        arguments_hash: str | None,
-        confirmation_id: str | None = None,
-        outcome: str | None = None,
-        rule_id: str | None = None,
-    ) -> None:
-        error = result.error
-        record = AuditRecord(
-            action,
-            tool_name,
-            audit_call_id(result.call_id),
-            ctx.trace_id,
-            ctx.conversation_id,
-            ctx.user_id,
-            arguments_hash,
-            outcome or result.status,
-            error.code if error is not None else None,
-            result.duration * 1000.0,
-            result.attempts,
-            result.cached,
-            error.details.get("error_id") if error is not None else None,
-            confirmation_id,
-            time.time(),
-            rule_id,
-        )
-        for sink in self._sinks:
-            try:
-                sink.write(record)
-            except Exception as exc:
-                log_exception(_logger, "Audit sink %r failed", exc, sink)
-        logger = self._audit_logger
-        if logger is not None and logger.isEnabledFor(_INFO):
-            log_audit_record(logger, record)
-
-
-def _told_about_edit(result: ToolResult, changes: list[str]) -> ToolResult:
-    """`result` of an edited approval, saying what the person changed (in the text the model reads)."""
-    result.metadata = {**result.metadata, "edited": changes}
-    note = (
-        "The user changed the arguments before approving: " + "; ".join(changes) + "."
-        if changes
-        else "The user approved the call with the same arguments."
-    )
-    if result.error is not None:
-        result.error.message = f"{note} {result.error.message}"
-    elif result.status == "ok":
-        result.message = f"{note}\nResult: {result.render()}"
-    return result

@@ -39,7 +39,6 @@ class Invocation:
         "_hash",
         "_hashed",
         "approval",
-        "approval_id",
         "arguments",
         "attempts",
         "call",
@@ -57,7 +56,6 @@ class Invocation:
         call: ToolCall,
         context: ToolContext[Any],
         arguments: dict[str, Any],
-        approval_id: str | None = None,
         approval: PendingConfirmation | None = None,
     ) -> None:
         self.executor = executor
@@ -70,10 +68,8 @@ class Invocation:
         """Who is calling and under what limits."""
         self.arguments = arguments
         """The validated keyword arguments for the handler (stages may replace them)."""
-        self.approval_id = approval_id
-        """A confirmation id presented with `execute(..., approval=...)`, not yet checked."""
         self.approval: PendingConfirmation | None = approval
-        """The consumed confirmation this run is approved by, once checked."""
+        """The consumed confirmation this run is approved by (`ToolExecutor.approve`), if any."""
         self.attempts = 0
         """How many times the handler has started."""
         self.exception: BaseException | None = None

@@ -17,9 +17,9 @@ from typing import Any
 
 import pydantic_core
 
+from toolrun.approvals._review import find_rule, make_preview
 from toolrun.results import ToolResult
 from toolrun.runtime import _errors
-from toolrun.runtime._approvals import find_rule, make_preview
 from toolrun.runtime._convert import ResultNotJSON, json_safe
 from toolrun.runtime._events import ConfirmationRequested, ConfirmationResolved
 from toolrun.runtime._invocation import CallNext, Invocation
@@ -145,9 +145,8 @@ class ConfirmationStage:
     for a call without a user id —, the tool, the keyed hash of the validated arguments and the agent
     run it was made in; expiring after `ttl` seconds; the full validated arguments in
     `metadata["arguments"]`) and the result is `confirmation_required` with its id. With an approval
-    (from `ToolExecutor.approve`, or a confirmation id presented with `execute(..., approval=...)`) the
-    call passes only if user, tool, argument hash and run all match, and the confirmation is consumed
-    atomically: it can never let two runs through. Everything missing or uncertain fails closed: an
+    (consumed atomically by `ToolExecutor.approve`, so it can never let two runs through) the call passes
+    only if user, tool, argument hash and run all match. Everything missing or uncertain fails closed: an
     unknown, used, expired, mismatched or unreadable confirmation, a store error; and, with
     `require_user=True`, a call without a user id.
 
@@ -196,8 +195,6 @@ class ConfirmationStage:
                 return await call_next(inv)
             self._resolved(inv, approval.id, "mismatch")
             return self._mismatch(inv)
-        if inv.approval_id is not None:
-            return await self._presented(inv, inv.approval_id, call_next)
         return await self._request(inv, call_next)
 
     def _no_user(self, inv: Invocation) -> ToolResult:
@@ -272,35 +269,6 @@ class ConfirmationStage:
         return ToolResult.confirmation_required_result(
             pending.id, pending.summary, call_id=call.id, tool_name=tool.name
         )
-
-    async def _presented(self, inv: Invocation, confirmation_id: str, call_next: CallNext) -> ToolResult:
-        if not inv.context.user_id and self.require_user:
-            self._resolved(inv, confirmation_id, "unknown")
-            return self._no_user(inv)
-        user = inv.context.user_id or NO_USER
-        try:
-            pending = await self.store.get(confirmation_id)
-            if pending is None or pending.user_id != user:
-                self._resolved(inv, confirmation_id, "unknown")
-                return _errors.confirmation_not_found(inv.call.id, inv.tool.name)
-            if not self._matches(pending, inv):
-                self._resolved(inv, confirmation_id, "mismatch")
-                return self._mismatch(inv)
-            taken = await self.store.consume(confirmation_id, user_id=user)
-        except Exception as exc:
-            return inv.executor.internal_error(inv, exc, "could not check its approval", retryable=True)
-        if taken is None:  # someone else consumed it between our look and our take
-            self._resolved(inv, confirmation_id, "unknown")
-            return _errors.confirmation_not_found(inv.call.id, inv.tool.name)
-        if taken.expired(self._clock()):
-            self._resolved(inv, confirmation_id, "expired")
-            return _errors.confirmation_expired(inv.call.id, inv.tool.name)
-        if not self._matches(taken, inv):
-            self._resolved(inv, confirmation_id, "mismatch")
-            return self._mismatch(inv)
-        inv.approval = taken
-        self._resolved(inv, confirmation_id, "approved")
-        return await call_next(inv)
 
     @staticmethod
     def _matches(pending: PendingConfirmation, inv: Invocation) -> bool:

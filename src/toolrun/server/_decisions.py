@@ -15,7 +15,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from toolrun.agent import AgentRun, Approve, Deny
+from toolrun.agent import AgentRun
+from toolrun.approvals import Approve, Deny
 from toolrun.models import ToolResultMessage
 from toolrun.results import ErrorCode
 from toolrun.server import _db, _recovery

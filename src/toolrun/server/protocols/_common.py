@@ -1,11 +1,12 @@
 """Pieces every wire format shares: how a tool call's arguments and result look on the wire, which
-confirmation belongs to which call, and the strict reading of an approval decision."""
+confirmation belongs to which call, and the reading of a decision from a request's JSON."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from toolrun.approvals._decisions import Approve, InvalidDecisionError, check_decision
 from toolrun.server._events import ConfirmationRequired, ToolCallFinished
 
 __all__ = [
@@ -49,11 +50,16 @@ def is_denied(event: ToolCallFinished) -> bool:
 
 
 def strict_decision(value: Any, *, field: str) -> bool:
-    """`True` or `False`, only from a JSON boolean: `"false"`, `0`, `1` or `null` are refused (a loose
-    reading of `"false"` as truthy would run a call the person refused)."""
-    if value is True or value is False:
-        return bool(value)
-    raise DecisionError(f"{field} must be true or false (a JSON boolean), not {json.dumps(value)[:40]}.")
+    """Whether the decision in a request's JSON `field` approves. The one check of a decision
+    (`toolrun.approvals`) reads it, so `"false"`, `0`, `1` or `null` are refused as at every other door (a
+    loose reading of `"false"` as truthy would run a call the person refused); JSON holds no `Approve` or
+    `Deny` objects, so only `true` and `false` pass. The refusal names the field."""
+    try:
+        return isinstance(check_decision(field, value), Approve)
+    except InvalidDecisionError:
+        raise DecisionError(
+            f"{field} must be true or false (a JSON boolean), not {json.dumps(value)[:40]}."
+        ) from None
 
 
 class CallTracker:

@@ -1,8 +1,9 @@
-"""An approval presented with `execute(..., approval=id)`: every outcome's result and the event it emits
-(who, which confirmation, what was decided). Pinned by mutation testing (docs/mutation.md)."""
+"""An approval decided with `approve(id, ctx)`: every outcome's result and the event it emits (who, which
+confirmation, what was decided). Pinned by mutation testing (docs/mutation.md)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from toolrun import ErrorCode, ToolContext
@@ -27,36 +28,32 @@ def resolved(rec: Recorder) -> list[tuple[Any, ...]]:
     ]
 
 
-async def test_each_outcome_of_a_presented_approval_and_its_event(make_executor: Any) -> None:
+async def test_each_outcome_of_an_approval_and_its_event(make_executor: Any) -> None:
     runs: list[Any] = []
     clock = Clock()
     ex = make_executor(make_wipe(runs), clock=clock, confirmation_ttl=60)
     rec = Recorder()
     ex.subscribe(rec)
 
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="p0"), U1, approval="conf_unknown")
+    r = await ex.approve("conf_unknown", U1)
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND
-    assert r.error.details.get("reason") == "unknown_or_used" and (r.call_id, r.tool_name) == ("p0", "wipe")
+    assert r.error.details.get("reason") == "unknown_or_used" and (r.call_id, r.tool_name) == ("", "")
 
     first = await held(ex)
-    r = await ex.execute(call("wipe", {"target": "other"}, id="p1"), U1, approval=first)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
-    assert r.error.details.get("reason") == "mismatch" and runs == []
-
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="p2"), U1, approval=first)  # a mismatch keeps it
-    assert r.status == "ok" and len(runs) == 1
+    r = await ex.approve(first, U1)
+    assert r.status == "ok" and len(runs) == 1 and r.call_id == "c1"
 
     cid = await held(ex)
     clock.now += 61
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="p3"), U1, approval=cid)
+    r = await ex.approve(cid, U1)
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
     assert r.error.details.get("reason") == "expired" and len(runs) == 1
+    assert (r.call_id, r.tool_name) == ("c1", "wipe")  # it names the call it refused
 
     assert resolved(rec) == [
-        ("p0", "wipe", "tr1", "u1", "conf_unknown", "unknown"),
-        ("p1", "wipe", "tr1", "u1", first, "mismatch"),
-        ("p2", "wipe", "tr1", "u1", first, "approved"),
-        ("p3", "wipe", "tr1", "u1", cid, "expired"),
+        ("", None, "tr1", "u1", "conf_unknown", "unknown"),
+        ("c1", "wipe", "tr1", "u1", first, "approved"),
+        ("c1", "wipe", "tr1", "u1", cid, "expired"),
     ]
 
 
@@ -67,24 +64,21 @@ async def test_another_users_approval_is_unknown_to_them(make_executor: Any) -> 
     ex.subscribe(rec)
     cid = await held(ex)
     u2 = ToolContext(user_id="u2")
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="x"), u2, approval=cid)
+    r = await ex.approve(cid, u2)
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and runs == []
-    assert resolved(rec) == [("x", "wipe", None, "u2", cid, "unknown")]
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="y"), U1, approval=cid)  # still the owner's
+    assert resolved(rec) == [("", None, None, "u2", cid, "unknown")]
+    r = await ex.approve(cid, U1)  # still the owner's
     assert r.status == "ok" and len(runs) == 1
 
 
-async def test_without_a_user_where_one_is_required_the_presented_approval_is_refused(
-    make_executor: Any,
-) -> None:
+async def test_without_a_user_where_one_is_required_the_approval_is_refused(make_executor: Any) -> None:
     runs: list[Any] = []
     ex = make_executor(make_wipe(runs), clock=Clock(), require_user_for_confirmation=True)
     rec = Recorder()
     ex.subscribe(rec)
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="n"), ToolContext(), approval="conf_x")
+    r = await ex.approve("conf_x", ToolContext())
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_DENIED
-    assert r.error.details.get("reason") == "no_user" and runs == []
-    assert resolved(rec) == [("n", "wipe", None, None, "conf_x", "unknown")]
+    assert r.error.details.get("reason") == "no_user" and runs == [] and resolved(rec) == []
 
 
 class RacingStore:
@@ -122,21 +116,23 @@ async def test_an_approval_taken_by_someone_else_in_between_is_unknown(make_exec
     rec = Recorder()
     ex.subscribe(rec)
     cid = await held(ex)
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="r1"), U1, approval=cid)
+    r = await ex.approve(cid, U1)
     assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and runs == []
-    assert r.error.details.get("reason") == "unknown_or_used" and (r.call_id, r.tool_name) == ("r1", "wipe")
-    assert resolved(rec) == [("r1", "wipe", "tr1", "u1", cid, "unknown")]
+    assert r.error.details.get("reason") == "unknown_or_used"
+    assert resolved(rec) == [("", None, "tr1", "u1", cid, "unknown")]
 
 
-async def test_a_failing_store_refuses_the_presented_approval_as_retryable(make_executor: Any) -> None:
+async def test_a_failing_store_refuses_the_approval_as_retryable(make_executor: Any) -> None:
     runs: list[Any] = []
     store = RacingStore()
     ex = make_executor(make_wipe(runs), clock=Clock(), confirmations=store)
     cid = await held(ex)
     store.fail = True
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="f1"), U1, approval=cid)
-    assert runs == [] and r.error is not None and r.error.retryable
-    assert (r.call_id, r.tool_name) == ("f1", "wipe") and "could not check its approval" in r.error.message
+    for attempt in (ex.approve(cid, U1), ex.deny(cid, U1), ex.approve(cid, U1, arguments={"target": "t2"})):
+        r = await attempt
+        assert runs == [] and r.error is not None and r.error.retryable
+        assert r.error.code == ErrorCode.EXECUTION_FAILED
+        assert re.fullmatch(r"The confirmation could not be checked \(error id [^)]+\)\.", r.error.message)
 
 
 async def test_a_store_that_cannot_hold_a_confirmation_fails_the_call_closed(make_executor: Any) -> None:
@@ -185,15 +181,6 @@ def assert_mismatch(r: Any, call_id: str) -> None:
     assert r.error.details.get("reason") == "mismatch"
 
 
-async def test_the_mismatch_result_says_exactly_what_happened(make_executor: Any) -> None:
-    runs: list[Any] = []
-    ex = make_executor(make_wipe(runs), clock=Clock())
-    cid = await held(ex)
-    r = await ex.execute(call("wipe", {"target": "other"}, id="m1"), U1, approval=cid)
-    assert_mismatch(r, "m1")
-    assert runs == []
-
-
 async def test_approve_emits_the_approved_event_with_its_confirmation(make_executor: Any) -> None:
     runs: list[Any] = []
     ex = make_executor(make_wipe(runs), clock=Clock())
@@ -216,17 +203,6 @@ async def test_an_approval_that_no_longer_matches_on_approve_is_a_mismatch(make_
     assert runs == [] and resolved(rec) == [("c1", "wipe", "tr1", "u1", cid, "mismatch")]
 
 
-async def test_a_presented_approval_changed_between_look_and_take_is_a_mismatch(make_executor: Any) -> None:
-    runs: list[Any] = []
-    ex = make_executor(make_wipe(runs), clock=Clock(), confirmations=TamperingStore())
-    rec = Recorder()
-    ex.subscribe(rec)
-    cid = await held(ex)
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="t2"), U1, approval=cid)
-    assert_mismatch(r, "t2")
-    assert runs == [] and resolved(rec) == [("t2", "wipe", "tr1", "u1", cid, "mismatch")]
-
-
 def internal_message(r: Any, what: str) -> bool:
     import re
 
@@ -245,12 +221,6 @@ async def test_store_failures_name_what_could_not_be_done(make_executor: Any) ->
     ex = make_executor(make_wipe([]), clock=Clock(), confirmations=Full())
     r = await ex.execute(call("wipe", {"target": "t1"}, id="h1"), U1)
     assert internal_message(r, "could not be held for confirmation")
-    store = RacingStore()
-    ex = make_executor(make_wipe([]), clock=Clock(), confirmations=store)
-    cid = await held(ex)
-    store.fail = True
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="f1"), U1, approval=cid)
-    assert internal_message(r, "could not check its approval")
 
 
 async def test_the_request_event_names_the_call_the_user_and_the_expiry(make_executor: Any) -> None:
@@ -270,16 +240,6 @@ async def test_the_request_event_names_the_call_the_user_and_the_expiry(make_exe
         cid,
     )
     assert event.expires_at == clock.now + 60
-
-
-async def test_an_expired_presented_approval_names_the_call_it_refused(make_executor: Any) -> None:
-    clock = Clock()
-    ex = make_executor(make_wipe([]), clock=clock, confirmation_ttl=60)
-    cid = await held(ex)
-    clock.now += 61
-    r = await ex.execute(call("wipe", {"target": "t1"}, id="e1"), U1, approval=cid)
-    assert r.error is not None and r.error.code == ErrorCode.CONFIRMATION_EXPIRED
-    assert (r.call_id, r.tool_name, r.error.details.get("reason")) == ("e1", "wipe", "expired")
 
 
 async def test_the_held_call_is_stored_as_json_data(make_executor: Any) -> None:

@@ -1,5 +1,6 @@
-"""Approvals 2.0, the parts the confirmation stage and `ToolExecutor.approve` share: previews written from
-the application's own records, standing approval rules, and what an edit changed.
+"""What the person sees and what decides for them: previews written from the application's own records,
+standing approval rules, and what an edit changed. The confirmation stage and `ToolExecutor.approve` share
+them.
 
 ```
 held call ─► the user's rules for this tool (unexpired, constraints equal)
@@ -21,13 +22,14 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolrun.runtime._audit import canonical_json
-from toolrun.runtime._convert import ResultNotJSON, json_safe
 from toolrun.store import ApprovalRule, ApprovalRuleStore
 from toolrun.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from toolrun.runtime._executor import ToolExecutor
+
+# `toolrun.runtime` imports this package, so its helpers are imported where they are used, never at
+# import time (`import toolrun.approvals` alone must work).
 
 __all__ = ["PREVIEW_TIMEOUT", "describe_changes", "make_preview", "matching_rule", "preview_function"]
 
@@ -143,9 +145,12 @@ async def _async_preview(awaitable: Any, grace: float) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
+    from toolrun.runtime._audit import canonical_json
+    from toolrun.runtime._convert import json_safe
+
     try:
         return canonical_json(json_safe(a)) == canonical_json(json_safe(b))
-    except (ResultNotJSON, Exception):
+    except Exception:  # no JSON form (`ResultNotJSON`) or no canonical one: not the same
         return False
 
 
@@ -181,6 +186,8 @@ async def find_rule(
 
 def describe_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """One line per argument the person changed: `name: old → new` (added and removed ones too)."""
+    from toolrun.runtime._audit import canonical_json
+    from toolrun.runtime._convert import json_safe
 
     def show(value: Any) -> str:
         try:
