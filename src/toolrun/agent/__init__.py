@@ -25,10 +25,6 @@ from toolrun.agent._run import (
     ToolCallRecord,
 )
 
-# The run entry's old name, still imported by `toolrun.integrations.dbos`: not public (not in `__all__`);
-# remove once it imports `PendingCall`.
-PendingConfirmation = PendingCall
-
 __all__ = [
     "Agent",
     "AgentEvent",
