@@ -177,9 +177,11 @@ def test_internals_are_not_exported() -> None:
 # Aliases that only toolrun's own modules imported: gone, the importers use the private home module.
 REMOVED = {
     "toolrun.runtime": {"Artifact"},
-    "toolrun.models": {"repair_history", "clean_text", "message_from_dict"},
-    "toolrun.tools": {"NAME_PATTERN", "PROVIDER_NAME_PATTERN", "OutputBudget"},
+    "toolrun.models": {"repair_history", "clean_text", "message_from_dict", "TextDelta"},
+    "toolrun.tools": {"NAME_PATTERN", "PROVIDER_NAME_PATTERN", "OutputBudget", "ProgressThrottle"},
+    "toolrun.agent": {"PendingConfirmation"},
     "toolrun.agent._planner": {"Plan"},
+    "toolrun.agent._run": {"check_decisions"},
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 from dbos import DBOS
 
 from processes import scratch_postgres
-from toolrun import ToolCall, ToolContext, ToolRegistry, tool
+from toolrun import ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolrun.agent import Approve, ConfirmationRequired, Deny, RunFinished, TextDelta, ToolCallFinished
 from toolrun.exceptions import ToolrunError
 from toolrun.integrations.dbos import (
@@ -48,6 +48,11 @@ async def dbos_db(system_db: str) -> AsyncIterator[None]:
 
 
 def _agent(name: str, script: list[Any], calls: list[str], keys: list[str | None]) -> DurableAgent:
+    return DurableAgent(ScriptedModel(script), _notes(calls, keys), name=name)
+
+
+def _notes(calls: list[str], keys: list[str | None]) -> ToolRegistry:
+    """`add_note` and `delete_note`, which record their calls and idempotency keys."""
     registry = ToolRegistry()
 
     @registry.register
@@ -66,7 +71,7 @@ def _agent(name: str, script: list[Any], calls: list[str], keys: list[str | None
         keys.append(ctx.idempotency_key)
         return "deleted"
 
-    return DurableAgent(ScriptedModel(script), registry, name=name)
+    return registry
 
 
 async def test_a_run_is_a_workflow_of_model_and_tool_steps(dbos_db: None) -> None:
@@ -226,6 +231,24 @@ async def test_stream_yields_live_events_of_the_workflow(dbos_db: None) -> None:
     assert isinstance(more[-1], RunFinished)
     assert more[-1].run.status == "completed"
     assert calls == ["deleted a"]
+
+
+async def test_the_agent_keeps_the_executor_it_was_given(dbos_db: None) -> None:
+    """`agent.executor` is the caller's own `ToolExecutor`, not a stand-in for it: the loop's calls reach it
+    as steps through the agent, and what other code reads off `agent.executor` is the executor's."""
+    calls: list[str] = []
+    executor = ToolExecutor(_notes(calls, []))
+    agent = DurableAgent(
+        ScriptedModel([ToolCall(id="c1", name="add_note", arguments={"text": "tea"}), "Saved."]),
+        executor=executor,
+        name="own_executor",
+    )
+    assert agent.executor is executor
+    run = await agent.run("note tea", context=ToolContext(user_id="u1"))
+    assert run.status == "completed", run.error
+    assert calls == ["tea"]
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(run.run_id)]
+    assert "toolrun.tool:add_note" in steps
 
 
 def test_planner_mode_is_refused() -> None:

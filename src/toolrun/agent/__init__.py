@@ -23,10 +23,6 @@ from toolrun.agent._run import (
 )
 from toolrun.approvals import Approve, Deny, InvalidDecisionError  # the same objects: one decision grammar
 
-# The run entry's old name, still imported by `toolrun.integrations.dbos`: not public (not in `__all__`);
-# remove once it imports `PendingCall`.
-PendingConfirmation = PendingCall
-
 __all__ = [
     "Agent",
     "AgentEvent",

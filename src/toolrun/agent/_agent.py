@@ -22,7 +22,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from toolrun.agent._boundary import (
     TOO_MANY_CALLS,
@@ -71,14 +71,39 @@ from toolrun.runtime import ToolExecutor, _errors
 from toolrun.runtime._audit import canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
-from toolrun.store import NO_USER
-from toolrun.store import PendingConfirmation as PendingConfirmation
+from toolrun.store import NO_USER, PendingConfirmation
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
 from toolrun.tools._context import ProgressThrottle
 
 __all__ = ["Agent"]
 
 logger = logging.getLogger("toolrun.agent")
+
+
+class LoopExecutor(Protocol):
+    """What the loop asks of its executor: run a turn's calls, and decide a held call. A `ToolExecutor` is
+    one; a `DurableAgent` gives the loop one that makes each of these a DBOS step."""
+
+    async def execute_many(
+        self,
+        calls: Iterable[ToolCall],
+        context: ToolContext[Any] | None = None,
+        *,
+        max_concurrency: int | None = None,
+        context_for: Callable[[ToolCall], ToolContext[Any]] | None = None,
+    ) -> list[ToolResult]: ...
+
+    async def approve(
+        self, confirmation_id: str, context: ToolContext[Any], *, arguments: Mapping[str, Any] | None = None
+    ) -> ToolResult: ...
+
+    async def preview_edit(
+        self, confirmation_id: str, context: ToolContext[Any], arguments: Mapping[str, Any]
+    ) -> ToolResult: ...
+
+    async def deny(
+        self, confirmation_id: str, context: ToolContext[Any], reason: str | None = None
+    ) -> ToolResult: ...
 
 
 class _Stop(Exception):
@@ -345,7 +370,7 @@ class Agent:
         for pending in run.pending:  # every edit is checked before anything is decided
             decision = approvals.get(pending.confirmation_id)
             if isinstance(decision, Approve) and decision.arguments is not None:
-                checked = await self.executor.preview_edit(pending.confirmation_id, ctx, decision.arguments)
+                checked = await self._calls.preview_edit(pending.confirmation_id, ctx, decision.arguments)
                 if _lost_to_another_decision(checked):  # decided since the run was bound: see below
                     _refuse_lost(run, pending.confirmation_id)
                     yield RunFinished(run=run)
@@ -363,11 +388,9 @@ class Agent:
                 continue
             decided = check_decision(pending.confirmation_id, decision)
             if isinstance(decided, Approve):
-                result = await self.executor.approve(
-                    pending.confirmation_id, ctx, arguments=decided.arguments
-                )
+                result = await self._calls.approve(pending.confirmation_id, ctx, arguments=decided.arguments)
             else:
-                result = await self.executor.deny(pending.confirmation_id, ctx, decided.reason)
+                result = await self._calls.deny(pending.confirmation_id, ctx, decided.reason)
             if _lost_to_another_decision(result):
                 # The record was there when the run was bound and gone when it was consumed: another resume
                 # (a double click reaching two processes) decided it in between and owns the run from here.
@@ -479,6 +502,11 @@ class Agent:
 
     # ----------------------------------------------------------------------------------------------------
     # The loop
+
+    @property
+    def _calls(self) -> LoopExecutor:
+        """What runs the loop's tool calls and decisions: the executor itself (see `DurableAgent`)."""
+        return self.executor
 
     def _start(self, message: str | Sequence[Message]) -> AgentRun:
         messages: list[Message] = (
@@ -769,7 +797,7 @@ class Agent:
             return ctx.evolve(progress=throttle)
 
         work = asyncio.ensure_future(
-            self.executor.execute_many(
+            self._calls.execute_many(
                 runnable, ctx, max_concurrency=self.max_concurrency, context_for=context_for
             )
         )

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
-from toolrun.approvals._decisions import check_decisions as check_decisions  # dbos.py imports it here
 from toolrun.exceptions import ToolrunError
 from toolrun.models import Message, Usage
 from toolrun.models._messages import message_from_dict

@@ -1,10 +1,11 @@
-"""Steps of durable runs (`toolrun.integrations.dbos`): the step helpers and the model whose requests are
-steps. Internal: import from `toolrun.integrations.dbos`."""
+"""The step helpers of durable runs (`toolrun.integrations.dbos`), and the model whose requests are steps.
+Internal: import from `toolrun.integrations.dbos`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -12,12 +13,19 @@ from typing import Any, cast
 import sqlalchemy as sa
 from dbos import DBOS
 
-from toolrun.models import FinalResponse, Model, ModelRequest, ModelResponse, StreamEvent
-from toolrun.models import TextDelta as ModelTextDelta
+from toolrun.models import FinalResponse, Model, ModelRequest, ModelResponse, ModelTextDelta, StreamEvent
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import _errors
 
-__all__ = ["ModelStepFailed", "StepModel", "in_workflow", "interrupted", "step", "sync_url"]
+__all__ = [
+    "ModelStepFailed",
+    "StepModel",
+    "idempotency_key",
+    "in_workflow",
+    "interrupted",
+    "step",
+    "sync_url",
+]
 
 _LOCAL_ERRORS: dict[str, BaseException] = {}
 
@@ -31,6 +39,12 @@ def sync_url(database_url: str) -> str:
     elif url.drivername.startswith("sqlite"):
         url = url.set(drivername="sqlite")
     return url.render_as_string(hide_password=False)
+
+
+def idempotency_key(run_id: str, call_id: str) -> str:
+    """The idempotency key of one tool call of one run: the same on every retry of that call."""
+    digest = hashlib.sha256(f"{run_id}\x00{call_id}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"idem_{digest[:40]}"
 
 
 def in_workflow() -> bool:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, SetWorkflowID
 
+from toolrun.integrations._dbos_job_workflow import job_payload, job_workflow
 from toolrun.integrations._dbos_jobs import JobLimitError, JobStore
 from toolrun.runtime import ToolExecutor
 from toolrun.tools import ToolCall, ToolContext
@@ -53,23 +54,15 @@ class DurableTasks:
         self, call: ToolCall, context: ToolContext[Any], executor: ToolExecutor
     ) -> Mapping[str, Any] | None:
         """Record the job (the task exists before the answer is sent) and start its workflow."""
-        from toolrun.integrations.dbos import _context_data
-
         job_id = "job_" + secrets.token_hex(16)
         user = context.user_id or ""
         try:
             await self.jobs.create(job_id, user_id=user, tool=call.name, conversation_id=None, run_id=None)
         except JobLimitError:
             return None
-        payload = {
-            "agent": self.agent.name,
-            "job_id": job_id,
-            "call": call.to_dict(),
-            "context": _context_data(context.evolve(conversation_id=None)),
-            "run_id": None,
-        }
+        payload = job_payload(self.agent.name, job_id, call, context.evolve(conversation_id=None), None)
         with SetWorkflowID(job_id):
-            await DBOS.start_workflow_async(self.agent._job_fn, payload)
+            await DBOS.start_workflow_async(job_workflow(), payload)
         return await self.jobs.get(job_id, user)
 
     async def get(self, task_id: str, user_id: str) -> Mapping[str, Any] | None:

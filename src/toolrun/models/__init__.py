@@ -50,10 +50,6 @@ from toolrun.models.function import FunctionModel
 from toolrun.models.openai import OpenAIModel
 from toolrun.models.scripted import ScriptedModel
 
-# The stream delta's old name, still imported by `toolrun.integrations._dbos_steps`: not public (not in
-# `__all__`); remove once it imports `ModelTextDelta`.
-TextDelta = ModelTextDelta
-
 __all__ = [
     "AnthropicModel",
     "AssistantMessage",

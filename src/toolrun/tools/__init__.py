@@ -1,8 +1,5 @@
 """Defining tools: `@tool`, `Tool.from_function`, `Tool.from_schema`, `Tool` subclasses, and their options."""
 
-# Not public (not in `__all__`): still imported from here by `toolrun.integrations.dbos`; remove once it
-# imports `toolrun.tools._context.ProgressThrottle`.
-from toolrun.tools._context import ProgressThrottle as ProgressThrottle
 from toolrun.tools._context import ToolBudget, ToolCall, ToolContext
 from toolrun.tools._decorator import tool
 from toolrun.tools._lenient import SchemaChange
