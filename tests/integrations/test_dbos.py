@@ -425,14 +425,14 @@ def test_async_database_urls_become_dbos_urls() -> None:
 def test_a_durable_decision_is_a_boolean_or_refused(value: object) -> None:
     """The truthy-approval rule holds at this door too: "no" or a dict never approves; nothing is sent."""
     from toolrun.agent import Approve, Deny
-    from toolrun.integrations.dbos import _decision
+    from toolrun.approvals._decisions import encode_decision as _decision
 
     with pytest.raises(ValueError, match="must be True"):
         _decision("conf_1", value)
     assert _decision("conf_1", True) is True and _decision("conf_1", Approve()) is True
     assert _decision("conf_1", False) is False and _decision("conf_1", Deny()) is False
     # edits and reasons travel as JSON, and read back as the decisions they were
-    from toolrun.integrations.dbos import _read_decision
+    from toolrun.approvals._decisions import decode_decision as _read_decision
 
     edit, reason = _decision("c", Approve(arguments={"text": "x"})), _decision("c", Deny(reason="keep it"))
     assert edit == {"approve": True, "arguments": {"text": "x"}}
