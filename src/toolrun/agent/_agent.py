@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -47,10 +48,14 @@ from toolrun.agent._events import (
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
 from toolrun.agent._run import (
+    REFUSALS,
     AgentRun,
     Approve,
+    DecisionRefusedError,
     Deny,
+    InvalidRunError,
     PendingCall,
+    RunErrorCode,
     RunStatus,
     ToolCallRecord,
     check_decisions,
@@ -78,7 +83,7 @@ from toolrun.runtime import ToolExecutor, _errors
 from toolrun.runtime._audit import canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
-from toolrun.store import NO_USER
+from toolrun.store import NO_USER, PausedRun, RunStore
 from toolrun.store import PendingConfirmation as PendingConfirmation
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
 from toolrun.tools._context import ProgressThrottle
@@ -87,6 +92,9 @@ __all__ = ["Agent"]
 
 logger = logging.getLogger("toolrun.agent")
 
+_CLAIM_LEASE = 600.0
+"""Seconds a decision holds its run (beyond the agent's `timeout`): a decider that dies lets go then."""
+
 
 class _Stop(Exception):
     """Internal: the run reached a limit while waiting on the model."""
@@ -94,6 +102,18 @@ class _Stop(Exception):
     def __init__(self, status: RunStatus, error: str) -> None:
         self.status = status
         self.error = error
+        self.code = RunErrorCode.LIMIT_REACHED
+
+
+class _Problem(str):
+    """Internal: why a resume is refused, in words, with its code."""
+
+    code: RunErrorCode
+
+    def __new__(cls, text: str, code: RunErrorCode) -> _Problem:
+        made = super().__new__(cls, text)
+        made.code = code
+        return made
 
 
 class Agent:
@@ -133,6 +153,9 @@ class Agent:
             between are dropped; the final one always passes).
         compact_history: What the model is sent of old tool results (e.g. `CompactToolResults()`); the
             run and its stored messages keep everything.
+        runs: Where paused runs wait for a decision (`toolrun.store.RunStore`: in memory, or SQL shared by
+            every process): `run`/`stream`/`resume` save a run there when it pauses, and `decide` continues
+            it from any process by confirmation id.
     """
 
     def __init__(
@@ -156,6 +179,7 @@ class Agent:
         tool_search: bool = False,
         tool_limits: Mapping[str, int] | None = None,
         output_limits: OutputLimits | None = None,
+        runs: RunStore | None = None,
     ) -> None:
         if mode not in ("native", "planner"):
             raise ValueError(f"mode must be 'native' or 'planner', not {mode!r}.")
@@ -192,6 +216,7 @@ class Agent:
         if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.tool_limits.values()):
             raise ValueError("tool_limits maps tool names to whole numbers of calls >= 1.")
         self.output_limits = output_limits if output_limits is not None else OutputLimits()
+        self.runs = runs
 
     # ----------------------------------------------------------------------------------------------------
     # Public API
@@ -201,7 +226,7 @@ class Agent:
     ) -> AgentRun:
         """Run until an answer, a pause or a limit; never raises for model or tool failures (`failed`)."""
         run = self._start(message)
-        async for _ in self._events(run, context, streaming=False):
+        async for _ in self._kept(run, context, self._events(run, context, streaming=False)):
             pass
         return run
 
@@ -210,7 +235,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """Like `run`, yielding events as they happen; the last event is `RunFinished`."""
         run = self._start(message)
-        async for event in self._events(run, context, streaming=True):
+        async for event in self._kept(run, context, self._events(run, context, streaming=True)):
             yield event
 
     async def resume(
@@ -246,7 +271,8 @@ class Agent:
             ValueError: the run is not awaiting confirmation, `approvals` names an id that is not
                 pending in it, or an edit's arguments are not valid for its tool (nothing ran).
         """
-        async for _ in self._resume(run, approvals, context, streaming=False):
+        events = self._resume(run, approvals, context, streaming=False)
+        async for _ in self._kept(run, context, events, resumed=True):
             pass
         return run
 
@@ -258,7 +284,60 @@ class Agent:
         context: ToolContext[Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Like `resume`, yielding events; the last event is `RunFinished`."""
-        async for event in self._resume(run, approvals, context, streaming=True):
+        events = self._resume(run, approvals, context, streaming=True)
+        async for event in self._kept(run, context, events, resumed=True):
+            yield event
+
+    async def decide(
+        self,
+        confirmation_id: str,
+        decision: bool | Approve | Deny,
+        *,
+        context: ToolContext[Any] | None = None,
+    ) -> AgentRun:
+        """Decide one confirmation of a paused run kept in the agent's run store, from any process, and
+        continue the run: a later request needs only the confirmation id and who decides.
+
+        The run is loaded from the store (`Agent(runs=...)`), never from the caller, and claimed
+        atomically: of two decisions at once (a double click reaching two processes) exactly one goes on,
+        the other is refused. Then it resumes as `resume` does, and is saved again if it pauses again (its
+        other confirmations still pending, or a new one), or forgotten when it ends.
+
+        ```python
+        run = await agent.decide(confirmation_id, True, context=ToolContext(user_id="u1"))
+        ```
+
+        Args:
+            confirmation_id: The confirmation being decided (`run.pending[i].confirmation_id`).
+            decision: `True`/`Approve(...)` approves, `False`/`Deny(...)` denies (as in `resume`).
+            context: Who decides: the user who was asked. Its `conversation_id` defaults to the paused
+                run's.
+
+        Raises:
+            DecisionRefusedError: nothing ran; `code` says why: `CONFIRMATION_UNKNOWN` (unknown, already
+                decided, or another user's), `DECIDED_ELSEWHERE` (another decision holds the run now),
+                `RUN_MISMATCH`, `STORE_UNAVAILABLE`.
+            InvalidDecisionError: `decision` is none of the above (nothing ran).
+            ValueError: the agent has no run store, or edited arguments are refused by the tool (nothing
+                ran; the run waits for a decision still).
+        """
+        last: AgentRun | None = None
+        async for event in self._decide(confirmation_id, decision, context, streaming=False):
+            if isinstance(event, RunFinished):
+                last = event.run
+        assert last is not None  # _decide ends with RunFinished or raises
+        return last
+
+    async def stream_decide(
+        self,
+        confirmation_id: str,
+        decision: bool | Approve | Deny,
+        *,
+        context: ToolContext[Any] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Like `decide`, yielding the continued run's events (text, tool progress, ...); the last event is
+        `RunFinished`. Refusals raise before the first event."""
+        async for event in self._decide(confirmation_id, decision, context, streaming=True):
             yield event
 
     async def abandon(
@@ -301,7 +380,7 @@ class Agent:
         batch, run.batch, run.pending = run.batch, [], []
         if run.mode == "native":
             run.messages.extend(ToolResultMessage.from_result(results[c.id]) for c in batch)
-        run.status, run.error = "failed", reason
+        run.status, run.error, run.error_code = "failed", reason, RunErrorCode.ABANDONED
         return run
 
     def dump_run(self, run: AgentRun) -> str:
@@ -330,6 +409,127 @@ class Agent:
         # are never interchangeable.
         return self.executor.hasher.digest(b"toolrun: AgentRun signing key, v1").encode()
 
+    # ----------------------------------------------------------------------------------------------------
+    # The run store: paused runs kept, decided from any process
+
+    async def _kept(
+        self,
+        run: AgentRun,
+        context: ToolContext[Any] | None,
+        events: AsyncIterator[AgentEvent],
+        *,
+        resumed: bool = False,
+    ) -> AsyncIterator[AgentEvent]:
+        """`events`, with the run saved in the run store (if any) before its `RunFinished` goes out."""
+        async for event in events:
+            if isinstance(event, RunFinished) and self.runs is not None:
+                await self._keep(run, context, resumed=resumed)
+            yield event
+
+    async def _keep(self, run: AgentRun, context: ToolContext[Any] | None, *, resumed: bool) -> None:
+        """Save a paused run in the run store (unclaimed); forget a resumed one that ended. A refused
+        resume changes nothing there: it was not this caller's to change."""
+        store = self.runs
+        if store is None:
+            return
+        if run.status == "awaiting_confirmation":
+            await store.save(
+                PausedRun(
+                    run_id=run.run_id,
+                    user_id=(context.user_id if context is not None else None) or NO_USER,
+                    conversation_id=context.conversation_id if context is not None else None,
+                    data=self.dump_run(run),
+                    confirmation_ids=tuple(p.confirmation_id for p in run.pending),
+                    expires_at=time.time() + self.executor.confirmation.ttl,
+                )
+            )
+        elif resumed and run.error_code not in REFUSALS:
+            await store.delete(run.run_id)
+
+    async def _decide(
+        self,
+        confirmation_id: str,
+        decision: bool | Approve | Deny,
+        context: ToolContext[Any] | None,
+        *,
+        streaming: bool,
+    ) -> AsyncIterator[AgentEvent]:
+        store = self.runs
+        if store is None:
+            raise ValueError(
+                "Agent.decide needs a run store where paused runs wait: Agent(..., runs=InMemoryRunStore()) "
+                "for one process, or create_sql_stores(...).runs for several."
+            )
+        check_decisions({confirmation_id: decision})
+        user = (context.user_id if context is not None else None) or NO_USER
+        token = secrets.token_urlsafe(16)
+        now = time.time()
+        until = now + _CLAIM_LEASE + (self.timeout or 0.0)
+        try:
+            claimed = await store.claim(confirmation_id, user_id=user, token=token, until=until, now=now)
+            seen = None if claimed is not None else await store.find(confirmation_id, user_id=user)
+        except Exception as exc:
+            error_id = new_error_id()
+            log_exception(
+                logger,
+                "decision on %s: the run store failed (error_id=%s)",
+                exc,
+                confirmation_id,
+                error_id,
+                redact=not self.executor.log_exception_messages,
+            )
+            raise DecisionRefusedError(
+                RunErrorCode.STORE_UNAVAILABLE,
+                confirmation_id,
+                f"The run store could not be read (error id {error_id}); nothing was run.",
+            ) from None
+        if claimed is None:
+            if seen is not None:
+                raise DecisionRefusedError(
+                    RunErrorCode.DECIDED_ELSEWHERE,
+                    confirmation_id,
+                    f"Another decision holds the run of confirmation {confirmation_id!r} right now; that one "
+                    "carries it on. Nothing was run.",
+                )
+            raise DecisionRefusedError(
+                RunErrorCode.CONFIRMATION_UNKNOWN,
+                confirmation_id,
+                f"No paused run waits for confirmation {confirmation_id!r} for this user: it is unknown, "
+                "already decided, or another user's. Nothing was run.",
+            )
+        finished = False
+        try:
+            try:
+                run = self.load_run(claimed.data)
+            except InvalidRunError:
+                raise DecisionRefusedError(
+                    RunErrorCode.RUN_MISMATCH,
+                    confirmation_id,
+                    "The stored run cannot be read with this agent's key (every process must share the "
+                    "executor's hash_key). Nothing was run.",
+                ) from None
+            if run.status != "awaiting_confirmation" or confirmation_id not in {
+                p.confirmation_id for p in run.pending
+            }:
+                raise DecisionRefusedError(
+                    RunErrorCode.CONFIRMATION_UNKNOWN,
+                    confirmation_id,
+                    f"The stored run no longer waits for confirmation {confirmation_id!r}. Nothing was run.",
+                )
+            ctx = context if context is not None else ToolContext()
+            if ctx.conversation_id is None and claimed.conversation_id is not None:
+                ctx = ctx.evolve(conversation_id=claimed.conversation_id)
+            async for event in self._resume(run, {confirmation_id: decision}, ctx, streaming=streaming):
+                if isinstance(event, RunFinished):
+                    if run.error_code in REFUSALS:  # nothing of it ran: the stored run stays as it was
+                        raise DecisionRefusedError(run.error_code, confirmation_id, run.error or "")
+                    await self._keep(run, ctx, resumed=True)  # paused again: saved unclaimed; else gone
+                    finished = True
+                yield event
+        finally:
+            if not finished:  # refused, failed or cut short: put the run back for another decision
+                await store.release(claimed.run_id, token=token)
+
     async def _resume(
         self,
         run: AgentRun,
@@ -350,6 +550,8 @@ class Agent:
         problem = await self._bind_pending(run, ctx)
         if problem is not None:
             run.status, run.error = "failed", problem
+            # every other refusal: the run does not match its records
+            run.error_code = getattr(problem, "code", RunErrorCode.RUN_MISMATCH)
             yield RunFinished(run=run)
             return
         for pending in run.pending:  # every edit is checked before anything is decided
@@ -421,13 +623,17 @@ class Agent:
                     error_id,
                     redact=not self.executor.log_exception_messages,
                 )
-                return f"The confirmation store could not be read (error id {error_id}); nothing was run."
+                return _Problem(
+                    f"The confirmation store could not be read (error id {error_id}); nothing was run.",
+                    RunErrorCode.STORE_UNAVAILABLE,
+                )
             if record is None or record.user_id != principal:
-                return (
+                return _Problem(
                     f"Confirmation {cid!r} is unknown to this executor's confirmation store: it was already "
                     "decided, or expired and was purged, or belongs to another user, or this process does "
                     "not share the store of the process that paused the run (give every process the same "
-                    "confirmation store and hash_key). Nothing was run."
+                    "confirmation store and hash_key). Nothing was run.",
+                    RunErrorCode.CONFIRMATION_UNKNOWN,
                 )
             problem = self._record_mismatch(entry, record, run, ctx)
             if problem is not None:
@@ -552,9 +758,10 @@ class Agent:
                 async for event in self._native_steps(run, ctx, streaming=streaming):
                     yield event
         except _Stop as stop:
-            run.status, run.error = stop.status, stop.error
+            run.status, run.error, run.error_code = stop.status, stop.error, stop.code
         except Exception as exc:  # a provider failure, or a bug: the run ends readable, never half-raised
             run.status, run.error = "failed", self._failure(run, exc)
+            run.error_code = RunErrorCode.MODEL_FAILED
         yield RunFinished(run=run)
 
     async def _native_steps(
@@ -604,6 +811,7 @@ class Agent:
                     plan = parse_plan(response.text)
                 except PlanError as second:
                     run.status, run.error = "failed", f"The model did not produce a valid plan: {second}"
+                    run.error_code = RunErrorCode.INVALID_PLAN
                     return
             run.plan = plan.model_dump()
             if plan.needs_user_input:
@@ -863,6 +1071,7 @@ class Agent:
             for r in results
         ):
             run.status, run.error = "budget_exceeded", "The run's budget of tool calls is spent."
+            run.error_code = RunErrorCode.LIMIT_REACHED
             return
         for call in calls:
             streak = 0
@@ -884,6 +1093,7 @@ class Agent:
                     f"Tool {call.name!r} failed {streak} times in a row (last error {code}); "
                     "stopping instead of retrying the same failing call."
                 )
+                run.error_code = RunErrorCode.TOOL_FAILING
                 return
 
     def _failure(self, run: AgentRun, exc: Exception) -> str:
@@ -952,6 +1162,7 @@ def _refuse_lost(run: AgentRun, confirmation_id: str) -> None:
         f"Confirmation {confirmation_id!r} was decided by another resume of this run at the same moment; "
         "that resume carries the run on. Nothing more of this resume ran."
     )
+    run.error_code = RunErrorCode.DECIDED_ELSEWHERE
 
 
 def _same_arguments(a: Any, b: Any) -> bool:
