@@ -549,7 +549,7 @@ class Agent:
         # store's own record for this run, user and conversation, or nothing of this resume runs.
         problem = await self._bind_pending(run, ctx)
         if problem is not None:
-            run.status, run.error = "failed", problem
+            run.status, run.error = "failed", str(problem)
             # every other refusal: the run does not match its records
             run.error_code = getattr(problem, "code", RunErrorCode.RUN_MISMATCH)
             yield RunFinished(run=run)
