@@ -1,8 +1,8 @@
 """`Agent.decide`: a confirmation decided by id, from any process, with the paused run kept in a run store.
 
-Each "process" is its own `Agent`, `ToolExecutor` and stores (on SQLite and PostgreSQL: its own engine on
-one database), sharing only the database and the hash key, as two workers of a team's app do. The tool
-counts its runs; every refusal is matched by its code.
+Each "process" is its own `Agent`, `ToolExecutor` and stores (on SQLite, PostgreSQL and Redis: its own
+engine or client on one database), sharing only the database and the hash key, as two workers of a team's
+app do. The tool counts its runs; every refusal is matched by its code.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 
 from toolrun import Agent, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolrun.agent import (
@@ -30,11 +31,13 @@ from toolrun.agent import (
 )
 from toolrun.models import ScriptedModel
 from toolrun.store import InMemoryConfirmationStore, InMemoryRunStore
+from toolrun.store.redis import create_redis_stores
 from toolrun.store.sql import SQLStores, create_sql_stores
 
 POSTGRES_URL = os.environ.get(
     "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
+REDIS_URL = os.environ.get("TOOLRUN_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 HASH_KEY = b"decide-test-key-0123456789abcdef"
 U1, U2 = ToolContext(user_id="u1"), ToolContext(user_id="u2")
 
@@ -66,10 +69,10 @@ class MemoryStores:
 Factory = Callable[..., Side]
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "redis"])
 async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     """`make(script, ran, gate=None)`: a new process's side on the one shared state of this backend."""
-    opened: list[SQLStores] = []
+    opened: list[Any] = []
     memory = MemoryStores()
     prefix = f"d{uuid.uuid4().hex[:12]}_"
     url = f"sqlite+aiosqlite:///{tmp_path / 'app.db'}" if request.param == "sqlite" else POSTGRES_URL
@@ -77,21 +80,38 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
     def factory(script: list[Any], ran: list[str], gate: asyncio.Event | None = None) -> Side:
         if request.param == "memory":
             return Side(memory, script, ran, gate)
+        if request.param == "redis":
+            redis_stores = create_redis_stores(REDIS_URL, key_prefix=f"toolrun-test:{prefix}")
+            opened.append(redis_stores)
+            return Side(redis_stores, script, ran, gate)
         stores = create_sql_stores(url, table_prefix=prefix)
         opened.append(stores)
         return Side(stores, script, ran, gate)
 
-    if request.param != "memory":
+    first: SQLStores | None = None
+    if request.param in ("sqlite", "postgresql"):
         first = create_sql_stores(url, table_prefix=prefix)
         await first.create_tables()  # PostgreSQL down: fails, never skips
         opened.append(first)
     try:
         yield factory
     finally:
-        if opened:
-            await opened[0].drop_tables()
+        if first is not None:
+            await first.drop_tables()
         for stores in opened:
             await stores.aclose()
+        if request.param == "redis":
+            await delete_redis_prefix(f"toolrun-test:{prefix}")
+
+
+async def delete_redis_prefix(prefix: str) -> None:
+    client = Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in client.scan_iter(match=prefix + "*", count=500)]
+        if keys:
+            await client.unlink(*keys)
+    finally:
+        await client.aclose()
 
 
 def delete(task: str = "t1", call_id: str = "d1") -> ToolCall:

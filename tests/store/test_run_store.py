@@ -1,8 +1,8 @@
-"""`RunStore`: paused runs kept for a decision, on every backend (memory, SQLite, PostgreSQL).
+"""`RunStore`: paused runs kept for a decision, on every backend (memory, SQLite, PostgreSQL, Redis).
 
 A claim takes the run for exactly one caller: never for another user, never twice while held, again only
-once the claim is released or has lapsed. On SQLite and PostgreSQL the racing claimants are separate
-engines on one database, as separate processes are.
+once the claim is released or has lapsed. On SQLite, PostgreSQL and Redis the racing claimants are
+separate engines (clients) on one database, as separate processes are.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from toolrun.store import NO_USER, InMemoryRunStore, PausedRun, RunStore
+from toolrun.store.redis import RedisRunStore
 from toolrun.store.sql import SQLRunStore, create_sql_stores
 
-from .conftest import POSTGRES_URL, open_postgres, unique
+from .conftest import POSTGRES_URL, REDIS_URL, delete_redis_prefix, open_postgres, open_redis, unique
 
 NOW = 1_000_000.0
 
@@ -45,7 +46,7 @@ class Stores:
         self.peer = peer
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "redis"])
 async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:
     if request.param == "memory":
         store = InMemoryRunStore()
@@ -54,6 +55,23 @@ async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             return store
 
         yield Stores(store, same)
+        return
+    if request.param == "redis":
+        key_prefix = unique("toolrun-test:") + ":"
+        probe = await open_redis(key_prefix)  # fails (never skips) when Redis is down
+        await probe.aclose()
+        clients: list[RedisRunStore] = []
+
+        async def redis_peer() -> RunStore:
+            clients.append(RedisRunStore(REDIS_URL, key_prefix=key_prefix))
+            return clients[-1]
+
+        try:
+            yield Stores(await redis_peer(), redis_peer)
+        finally:
+            for client in clients:
+                await client.aclose()
+            await delete_redis_prefix(key_prefix)
         return
     prefix = unique("r") + "_"
     opened: list[SQLRunStore] = []

@@ -2,11 +2,12 @@
 
 In-memory implementations are the defaults (one process). SQL and Redis backends implement the same
 async protocols; see `toolrun.store._protocols` for what each operation must guarantee (notably the
-atomic `ConfirmationStore.consume` and `RateLimitStore.acquire`).
+atomic `ConfirmationStore.consume`, `RunStore.claim` and `RateLimitStore.acquire`).
 
 Shared backends: `toolrun.store.sql` (`SQLConfirmationStore`, `SQLRunStore`, `SQLRateLimitStore`,
 `SQLCache`, `create_sql_stores`; SQLite or PostgreSQL; the `sql` extra) and `toolrun.store.redis`
-(`RedisConfirmationStore`, `RedisRateLimitStore`, `RedisCache`, `create_redis_stores`; the `redis` extra).
+(`RedisConfirmationStore`, `RedisRunStore`, `RedisRateLimitStore`, `RedisCache`,
+`create_redis_stores`; the `redis` extra).
 They are not imported here, so `import toolrun` stays light.
 """
 
