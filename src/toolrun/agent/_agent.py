@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -36,6 +35,7 @@ from toolrun.agent._boundary import (
     used_call_ids,
 )
 from toolrun.agent._compact import HistoryPolicy
+from toolrun.agent._decide import decide_events, kept
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
@@ -48,12 +48,9 @@ from toolrun.agent._events import (
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
 from toolrun.agent._run import (
-    REFUSALS,
     AgentRun,
     Approve,
-    DecisionRefusedError,
     Deny,
-    InvalidRunError,
     PendingCall,
     RunErrorCode,
     RunStatus,
@@ -83,7 +80,7 @@ from toolrun.runtime import ToolExecutor, _errors
 from toolrun.runtime._audit import canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
-from toolrun.store import NO_USER, PausedRun, RunStore
+from toolrun.store import NO_USER, RunStore
 from toolrun.store import PendingConfirmation as PendingConfirmation
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
 from toolrun.tools._context import ProgressThrottle
@@ -91,9 +88,6 @@ from toolrun.tools._context import ProgressThrottle
 __all__ = ["Agent"]
 
 logger = logging.getLogger("toolrun.agent")
-
-_CLAIM_LEASE = 600.0
-"""Seconds a decision holds its run (beyond the agent's `timeout`): a decider that dies lets go then."""
 
 
 class _Stop(Exception):
@@ -226,7 +220,7 @@ class Agent:
     ) -> AgentRun:
         """Run until an answer, a pause or a limit; never raises for model or tool failures (`failed`)."""
         run = self._start(message)
-        async for _ in self._kept(run, context, self._events(run, context, streaming=False)):
+        async for _ in kept(self, run, context, self._events(run, context, streaming=False)):
             pass
         return run
 
@@ -235,7 +229,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """Like `run`, yielding events as they happen; the last event is `RunFinished`."""
         run = self._start(message)
-        async for event in self._kept(run, context, self._events(run, context, streaming=True)):
+        async for event in kept(self, run, context, self._events(run, context, streaming=True)):
             yield event
 
     async def resume(
@@ -272,7 +266,7 @@ class Agent:
                 pending in it, or an edit's arguments are not valid for its tool (nothing ran).
         """
         events = self._resume(run, approvals, context, streaming=False)
-        async for _ in self._kept(run, context, events, resumed=True):
+        async for _ in kept(self, run, context, events, resumed=True):
             pass
         return run
 
@@ -285,7 +279,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """Like `resume`, yielding events; the last event is `RunFinished`."""
         events = self._resume(run, approvals, context, streaming=True)
-        async for event in self._kept(run, context, events, resumed=True):
+        async for event in kept(self, run, context, events, resumed=True):
             yield event
 
     async def decide(
@@ -322,7 +316,7 @@ class Agent:
                 ran; the run waits for a decision still).
         """
         last: AgentRun | None = None
-        async for event in self._decide(confirmation_id, decision, context, streaming=False):
+        async for event in decide_events(self, confirmation_id, decision, context, streaming=False):
             if isinstance(event, RunFinished):
                 last = event.run
         assert last is not None  # _decide ends with RunFinished or raises
@@ -337,7 +331,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """Like `decide`, yielding the continued run's events (text, tool progress, ...); the last event is
         `RunFinished`. Refusals raise before the first event."""
-        async for event in self._decide(confirmation_id, decision, context, streaming=True):
+        async for event in decide_events(self, confirmation_id, decision, context, streaming=True):
             yield event
 
     async def abandon(
@@ -408,127 +402,6 @@ class Agent:
         # A subkey of the executor's hash key, for this one purpose: argument hashes and run signatures
         # are never interchangeable.
         return self.executor.hasher.digest(b"toolrun: AgentRun signing key, v1").encode()
-
-    # ----------------------------------------------------------------------------------------------------
-    # The run store: paused runs kept, decided from any process
-
-    async def _kept(
-        self,
-        run: AgentRun,
-        context: ToolContext[Any] | None,
-        events: AsyncIterator[AgentEvent],
-        *,
-        resumed: bool = False,
-    ) -> AsyncIterator[AgentEvent]:
-        """`events`, with the run saved in the run store (if any) before its `RunFinished` goes out."""
-        async for event in events:
-            if isinstance(event, RunFinished) and self.runs is not None:
-                await self._keep(run, context, resumed=resumed)
-            yield event
-
-    async def _keep(self, run: AgentRun, context: ToolContext[Any] | None, *, resumed: bool) -> None:
-        """Save a paused run in the run store (unclaimed); forget a resumed one that ended. A refused
-        resume changes nothing there: it was not this caller's to change."""
-        store = self.runs
-        if store is None:
-            return
-        if run.status == "awaiting_confirmation":
-            await store.save(
-                PausedRun(
-                    run_id=run.run_id,
-                    user_id=(context.user_id if context is not None else None) or NO_USER,
-                    conversation_id=context.conversation_id if context is not None else None,
-                    data=self.dump_run(run),
-                    confirmation_ids=tuple(p.confirmation_id for p in run.pending),
-                    expires_at=time.time() + self.executor.confirmation.ttl,
-                )
-            )
-        elif resumed and run.error_code not in REFUSALS:
-            await store.delete(run.run_id)
-
-    async def _decide(
-        self,
-        confirmation_id: str,
-        decision: bool | Approve | Deny,
-        context: ToolContext[Any] | None,
-        *,
-        streaming: bool,
-    ) -> AsyncIterator[AgentEvent]:
-        store = self.runs
-        if store is None:
-            raise ValueError(
-                "Agent.decide needs a run store where paused runs wait: Agent(..., runs=InMemoryRunStore()) "
-                "for one process, or create_sql_stores(...).runs for several."
-            )
-        check_decisions({confirmation_id: decision})
-        user = (context.user_id if context is not None else None) or NO_USER
-        token = secrets.token_urlsafe(16)
-        now = time.time()
-        until = now + _CLAIM_LEASE + (self.timeout or 0.0)
-        try:
-            claimed = await store.claim(confirmation_id, user_id=user, token=token, until=until, now=now)
-            seen = None if claimed is not None else await store.find(confirmation_id, user_id=user)
-        except Exception as exc:
-            error_id = new_error_id()
-            log_exception(
-                logger,
-                "decision on %s: the run store failed (error_id=%s)",
-                exc,
-                confirmation_id,
-                error_id,
-                redact=not self.executor.log_exception_messages,
-            )
-            raise DecisionRefusedError(
-                RunErrorCode.STORE_UNAVAILABLE,
-                confirmation_id,
-                f"The run store could not be read (error id {error_id}); nothing was run.",
-            ) from None
-        if claimed is None:
-            if seen is not None:
-                raise DecisionRefusedError(
-                    RunErrorCode.DECIDED_ELSEWHERE,
-                    confirmation_id,
-                    f"Another decision holds the run of confirmation {confirmation_id!r} right now; that one "
-                    "carries it on. Nothing was run.",
-                )
-            raise DecisionRefusedError(
-                RunErrorCode.CONFIRMATION_UNKNOWN,
-                confirmation_id,
-                f"No paused run waits for confirmation {confirmation_id!r} for this user: it is unknown, "
-                "already decided, or another user's. Nothing was run.",
-            )
-        finished = False
-        try:
-            try:
-                run = self.load_run(claimed.data)
-            except InvalidRunError:
-                raise DecisionRefusedError(
-                    RunErrorCode.RUN_MISMATCH,
-                    confirmation_id,
-                    "The stored run cannot be read with this agent's key (every process must share the "
-                    "executor's hash_key). Nothing was run.",
-                ) from None
-            if run.status != "awaiting_confirmation" or confirmation_id not in {
-                p.confirmation_id for p in run.pending
-            }:
-                raise DecisionRefusedError(
-                    RunErrorCode.CONFIRMATION_UNKNOWN,
-                    confirmation_id,
-                    f"The stored run no longer waits for confirmation {confirmation_id!r}. Nothing was run.",
-                )
-            ctx = context if context is not None else ToolContext()
-            if ctx.conversation_id is None and claimed.conversation_id is not None:
-                ctx = ctx.evolve(conversation_id=claimed.conversation_id)
-            async for event in self._resume(run, {confirmation_id: decision}, ctx, streaming=streaming):
-                if isinstance(event, RunFinished):
-                    if run.error_code in REFUSALS:  # nothing of it ran: the stored run stays as it was
-                        raise DecisionRefusedError(run.error_code, confirmation_id, run.error or "")
-                    await self._keep(run, ctx, resumed=True)  # paused again: saved unclaimed; else gone
-                    finished = True
-                yield event
-        finally:
-            if not finished:  # refused, failed or cut short: put the run back for another decision
-                await store.release(claimed.run_id, token=token)
 
     async def _resume(
         self,
