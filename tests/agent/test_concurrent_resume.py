@@ -118,6 +118,7 @@ async def test_two_resumes_at_once_run_the_tool_once_and_the_loser_is_refused(
     assert winner.status == "completed" and winner.output == "Done with t1."
     assert loser.status == "failed", loser.status
     assert "decided by another resume" in (loser.error or "")
+    assert loser.error_code == "decided_elsewhere"
     # The loser asked the model nothing and wrote nothing of a decision into its run: as a replay does.
     loser_model = model_a if loser is run_a else model_b
     assert list(loser_model.requests) == []

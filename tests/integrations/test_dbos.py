@@ -144,6 +144,34 @@ async def test_an_approval_is_a_durable_wait_then_runs_once(dbos_db: None) -> No
     assert calls == ["deleted old"]
 
 
+async def test_decide_by_confirmation_id_as_agent_decide_does(dbos_db: None) -> None:
+    """`DurableAgent.decide(confirmation_id, decision, context=)`, the call `Agent.decide` offers: the run is
+    the one the confirmation's record names; another user, an unknown id and a second decision are refused
+    with a code, and the call runs once."""
+    from toolrun.agent import DecisionRefusedError, RunErrorCode
+
+    calls: list[str] = []
+    agent = _agent(
+        "notes_k",
+        [ToolCall(id="d1", name="delete_note", arguments={"text": "old"}), "Deleted it."],
+        calls,
+        [],
+    )
+    alice = ToolContext(user_id="alice")
+    run = await agent.run("delete old", context=alice)
+    cid = run.pending[0].confirmation_id
+    for who, which in ((ToolContext(user_id="mallory"), cid), (alice, "conf_nope")):
+        with pytest.raises(DecisionRefusedError) as refused:
+            await agent.decide(which, True, context=who)
+        assert refused.value.code == RunErrorCode.CONFIRMATION_UNKNOWN
+    done = await agent.decide(cid, True, context=alice)
+    assert done.run_id == run.run_id and done.status == "completed", done.error
+    assert calls == ["deleted old"]
+    with pytest.raises(DecisionRefusedError):
+        await agent.decide(cid, True, context=alice)
+    assert calls == ["deleted old"]
+
+
 async def test_a_denial_reaches_the_model_and_nothing_runs(dbos_db: None) -> None:
     calls: list[str] = []
     agent = _agent(

@@ -64,6 +64,7 @@ def test_this_sqlite_supports_returning() -> None:
 async def test_tables_are_prefixed_and_create_is_idempotent(stores: SQLStores) -> None:
     prefix = stores.confirmations.table_prefix
     names = ("confirmations", "rate_limits", "cache", "approval_rules", "artifacts")
+    names += ("paused_runs", "paused_run_confirmations")
     expected = {f"{prefix}{name}" for name in names}
     assert await table_names(stores) == expected
     await stores.create_tables()  # again: nothing changes, nothing fails

@@ -15,8 +15,10 @@ from toolrun.agent._events import (
 from toolrun.agent._extras import PromptSource, make_search_tool
 from toolrun.agent._run import (
     AgentRun,
+    DecisionRefusedError,
     InvalidRunError,
     PendingCall,
+    RunErrorCode,
     RunSignatureError,
     RunStatus,
     ToolCallRecord,
@@ -30,6 +32,7 @@ __all__ = [
     "Approve",
     "CompactToolResults",
     "ConfirmationRequired",
+    "DecisionRefusedError",
     "Deny",
     "HistoryPolicy",
     "InvalidDecisionError",
@@ -37,6 +40,7 @@ __all__ = [
     "OutputLimits",
     "PendingCall",
     "PromptSource",
+    "RunErrorCode",
     "RunFinished",
     "RunSignatureError",
     "RunStatus",

@@ -35,6 +35,7 @@ from toolrun.agent._boundary import (
     used_call_ids,
 )
 from toolrun.agent._compact import HistoryPolicy
+from toolrun.agent._decide import decide_events, kept
 from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
@@ -46,8 +47,8 @@ from toolrun.agent._events import (
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
-from toolrun.agent._run import AgentRun, PendingCall, RunStatus, ToolCallRecord
-from toolrun.approvals._decisions import Approve, Decision, check_decision, check_decisions
+from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode, RunStatus, ToolCallRecord
+from toolrun.approvals._decisions import Approve, Decision, Deny, check_decision, check_decisions
 from toolrun.exceptions import ToolrunError
 from toolrun.models import (
     AssistantMessage,
@@ -71,7 +72,7 @@ from toolrun.runtime import ToolExecutor, _errors
 from toolrun.runtime._audit import canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import REDACTED, log_exception
-from toolrun.store import NO_USER, PendingConfirmation
+from toolrun.store import NO_USER, PendingConfirmation, RunStore
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
 from toolrun.tools._context import ProgressThrottle
 
@@ -112,6 +113,18 @@ class _Stop(Exception):
     def __init__(self, status: RunStatus, error: str) -> None:
         self.status = status
         self.error = error
+        self.code = RunErrorCode.LIMIT_REACHED
+
+
+class _Problem(str):
+    """Internal: why a resume is refused, in words, with its code."""
+
+    code: RunErrorCode
+
+    def __new__(cls, text: str, code: RunErrorCode) -> _Problem:
+        made = super().__new__(cls, text)
+        made.code = code
+        return made
 
 
 class Agent:
@@ -151,6 +164,9 @@ class Agent:
             between are dropped; the final one always passes).
         compact_history: What the model is sent of old tool results (e.g. `CompactToolResults()`); the
             run and its stored messages keep everything.
+        runs: Where paused runs wait for a decision (`toolrun.store.RunStore`: in memory, or SQL shared by
+            every process): `run`/`stream`/`resume` save a run there when it pauses, and `decide` continues
+            it from any process by confirmation id.
     """
 
     def __init__(
@@ -174,6 +190,7 @@ class Agent:
         tool_search: bool = False,
         tool_limits: Mapping[str, int] | None = None,
         output_limits: OutputLimits | None = None,
+        runs: RunStore | None = None,
     ) -> None:
         if mode not in ("native", "planner"):
             raise ValueError(f"mode must be 'native' or 'planner', not {mode!r}.")
@@ -210,6 +227,7 @@ class Agent:
         if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.tool_limits.values()):
             raise ValueError("tool_limits maps tool names to whole numbers of calls >= 1.")
         self.output_limits = output_limits if output_limits is not None else OutputLimits()
+        self.runs = runs
 
     # ----------------------------------------------------------------------------------------------------
     # Public API
@@ -219,7 +237,7 @@ class Agent:
     ) -> AgentRun:
         """Run until an answer, a pause or a limit; never raises for model or tool failures (`failed`)."""
         run = self._start(message)
-        async for _ in self._events(run, context, streaming=False):
+        async for _ in kept(self, run, context, self._events(run, context, streaming=False)):
             pass
         return run
 
@@ -228,7 +246,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """Like `run`, yielding events as they happen; the last event is `RunFinished`."""
         run = self._start(message)
-        async for event in self._events(run, context, streaming=True):
+        async for event in kept(self, run, context, self._events(run, context, streaming=True)):
             yield event
 
     async def resume(
@@ -264,7 +282,8 @@ class Agent:
             ValueError: the run is not awaiting confirmation, `approvals` names an id that is not
                 pending in it, or an edit's arguments are not valid for its tool (nothing ran).
         """
-        async for _ in self._resume(run, approvals, context, streaming=False):
+        events = self._resume(run, approvals, context, streaming=False)
+        async for _ in kept(self, run, context, events, resumed=True):
             pass
         return run
 
@@ -276,7 +295,60 @@ class Agent:
         context: ToolContext[Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Like `resume`, yielding events; the last event is `RunFinished`."""
-        async for event in self._resume(run, approvals, context, streaming=True):
+        events = self._resume(run, approvals, context, streaming=True)
+        async for event in kept(self, run, context, events, resumed=True):
+            yield event
+
+    async def decide(
+        self,
+        confirmation_id: str,
+        decision: bool | Approve | Deny,
+        *,
+        context: ToolContext[Any] | None = None,
+    ) -> AgentRun:
+        """Decide one confirmation of a paused run kept in the agent's run store, from any process, and
+        continue the run: a later request needs only the confirmation id and who decides.
+
+        The run is loaded from the store (`Agent(runs=...)`), never from the caller, and claimed
+        atomically: of two decisions at once (a double click reaching two processes) exactly one goes on,
+        the other is refused. Then it resumes as `resume` does, and is saved again if it pauses again (its
+        other confirmations still pending, or a new one), or forgotten when it ends.
+
+        ```python
+        run = await agent.decide(confirmation_id, True, context=ToolContext(user_id="u1"))
+        ```
+
+        Args:
+            confirmation_id: The confirmation being decided (`run.pending[i].confirmation_id`).
+            decision: `True`/`Approve(...)` approves, `False`/`Deny(...)` denies (as in `resume`).
+            context: Who decides: the user who was asked. Its `conversation_id` defaults to the paused
+                run's.
+
+        Raises:
+            DecisionRefusedError: nothing ran; `code` says why: `CONFIRMATION_UNKNOWN` (unknown, already
+                decided, or another user's), `DECIDED_ELSEWHERE` (another decision holds the run now),
+                `RUN_MISMATCH`, `STORE_UNAVAILABLE`.
+            InvalidDecisionError: `decision` is none of the above (nothing ran).
+            ValueError: the agent has no run store, or edited arguments are refused by the tool (nothing
+                ran; the run waits for a decision still).
+        """
+        last: AgentRun | None = None
+        async for event in decide_events(self, confirmation_id, decision, context, streaming=False):
+            if isinstance(event, RunFinished):
+                last = event.run
+        assert last is not None  # _decide ends with RunFinished or raises
+        return last
+
+    async def stream_decide(
+        self,
+        confirmation_id: str,
+        decision: bool | Approve | Deny,
+        *,
+        context: ToolContext[Any] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Like `decide`, yielding the continued run's events (text, tool progress, ...); the last event is
+        `RunFinished`. Refusals raise before the first event."""
+        async for event in decide_events(self, confirmation_id, decision, context, streaming=True):
             yield event
 
     async def abandon(
@@ -316,7 +388,7 @@ class Agent:
         batch, run.batch, run.pending = run.batch, [], []
         if run.mode == "native":
             run.messages.extend(ToolResultMessage.from_result(results[c.id]) for c in batch)
-        run.status, run.error = "failed", reason
+        run.status, run.error, run.error_code = "failed", reason, RunErrorCode.ABANDONED
         return run
 
     def dump_run(self, run: AgentRun) -> str:
@@ -364,7 +436,9 @@ class Agent:
         # store's own record for this run, user and conversation, or nothing of this resume runs.
         problem = await self._bind_pending(run, ctx)
         if problem is not None:
-            run.status, run.error = "failed", problem
+            run.status, run.error = "failed", str(problem)
+            # every other refusal: the run does not match its records
+            run.error_code = getattr(problem, "code", RunErrorCode.RUN_MISMATCH)
             yield RunFinished(run=run)
             return
         for pending in run.pending:  # every edit is checked before anything is decided
@@ -430,13 +504,17 @@ class Agent:
                     error_id,
                     redact=not self.executor.log_exception_messages,
                 )
-                return f"The confirmation store could not be read (error id {error_id}); nothing was run."
+                return _Problem(
+                    f"The confirmation store could not be read (error id {error_id}); nothing was run.",
+                    RunErrorCode.STORE_UNAVAILABLE,
+                )
             if record is None or record.user_id != principal:
-                return (
+                return _Problem(
                     f"Confirmation {cid!r} is unknown to this executor's confirmation store: it was already "
                     "decided, or expired and was purged, or belongs to another user, or this process does "
                     "not share the store of the process that paused the run (give every process the same "
-                    "confirmation store and hash_key). Nothing was run."
+                    "confirmation store and hash_key). Nothing was run.",
+                    RunErrorCode.CONFIRMATION_UNKNOWN,
                 )
             problem = self._record_mismatch(entry, record, run, ctx)
             if problem is not None:
@@ -566,9 +644,10 @@ class Agent:
                 async for event in self._native_steps(run, ctx, streaming=streaming):
                     yield event
         except _Stop as stop:
-            run.status, run.error = stop.status, stop.error
+            run.status, run.error, run.error_code = stop.status, stop.error, stop.code
         except Exception as exc:  # a provider failure, or a bug: the run ends readable, never half-raised
             run.status, run.error = "failed", self._failure(run, exc)
+            run.error_code = RunErrorCode.MODEL_FAILED
         yield RunFinished(run=run)
 
     async def _native_steps(
@@ -618,6 +697,7 @@ class Agent:
                     plan = parse_plan(response.text)
                 except PlanError as second:
                     run.status, run.error = "failed", f"The model did not produce a valid plan: {second}"
+                    run.error_code = RunErrorCode.INVALID_PLAN
                     return
             run.plan = plan.model_dump()
             if plan.needs_user_input:
@@ -877,6 +957,7 @@ class Agent:
             for r in results
         ):
             run.status, run.error = "budget_exceeded", "The run's budget of tool calls is spent."
+            run.error_code = RunErrorCode.LIMIT_REACHED
             return
         for call in calls:
             streak = 0
@@ -898,6 +979,7 @@ class Agent:
                     f"Tool {call.name!r} failed {streak} times in a row (last error {code}); "
                     "stopping instead of retrying the same failing call."
                 )
+                run.error_code = RunErrorCode.TOOL_FAILING
                 return
 
     def _failure(self, run: AgentRun, exc: Exception) -> str:
@@ -966,6 +1048,7 @@ def _refuse_lost(run: AgentRun, confirmation_id: str) -> None:
         f"Confirmation {confirmation_id!r} was decided by another resume of this run at the same moment; "
         "that resume carries the run on. Nothing more of this resume ran."
     )
+    run.error_code = RunErrorCode.DECIDED_ELSEWHERE
 
 
 def _same_arguments(a: Any, b: Any) -> bool:

@@ -5,7 +5,8 @@ it (HMAC-SHA256 over its canonical JSON) and `from_json(text, signing_key=...)` 
 `RunSignatureError`; `Agent.dump_run` / `Agent.load_run` do both with a key derived from the executor's
 `hash_key`. Malformed input raises `InvalidRunError` (a `ToolrunError` and a `ValueError`) naming the field.
 Either way, what a resumed run executes is decided by the executor's confirmation store, never by the
-run's JSON (see `Agent.resume`).
+run's JSON (see `Agent.resume`). A run that ends early says why twice: in words (`error`) and as a code
+(`error_code`, a `RunErrorCode`) that an application matches.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, TypeVar, get_args
 
 from toolrun.exceptions import ToolrunError
@@ -26,8 +28,10 @@ from toolrun.tools import ToolCall
 
 __all__ = [
     "AgentRun",
+    "DecisionRefusedError",
     "InvalidRunError",
     "PendingCall",
+    "RunErrorCode",
     "RunSignatureError",
     "RunStatus",
     "ToolCallRecord",
@@ -44,6 +48,44 @@ RunStatus = Literal[
     "failed",
 ]
 """Where a run stands. Every status but `"running"` and `"awaiting_confirmation"` is final."""
+
+
+class RunErrorCode(StrEnum):
+    """Why a run ended early or a decision was refused, for code to match (`AgentRun.error_code`,
+    `DecisionRefusedError.code`); the words are in `AgentRun.error`."""
+
+    CONFIRMATION_UNKNOWN = "confirmation_unknown"
+    """The confirmation is unknown to the stores: already decided, expired and purged, another user's, or
+    a store this process does not share. Nothing ran."""
+    DECIDED_ELSEWHERE = "decided_elsewhere"
+    """Another decision holds the run at this moment (a double click reaching two processes); that one
+    carries it on. Nothing more of this one ran."""
+    RUN_MISMATCH = "run_mismatch"
+    """The run does not match the confirmation store's records (changed after it paused, another run's
+    or conversation's confirmation, another hash key). Nothing ran."""
+    STORE_UNAVAILABLE = "store_unavailable"
+    """A store could not be read; nothing ran. Trying again later may work."""
+    LIMIT_REACHED = "limit_reached"
+    """A limit of the run was reached: steps, deadline, tokens or tool calls (`status` says which)."""
+    TOOL_FAILING = "tool_failing"
+    """One tool failed `max_tool_errors` times in a row."""
+    MODEL_FAILED = "model_failed"
+    """The model request failed (a provider error, or the model's output could not be used)."""
+    INVALID_PLAN = "invalid_plan"
+    """Planner mode: the model did not produce a valid plan, twice."""
+    ABANDONED = "abandoned"
+    """`Agent.abandon` ended the paused run without a decision."""
+
+
+REFUSALS = frozenset(
+    {
+        RunErrorCode.CONFIRMATION_UNKNOWN,
+        RunErrorCode.DECIDED_ELSEWHERE,
+        RunErrorCode.RUN_MISMATCH,
+        RunErrorCode.STORE_UNAVAILABLE,
+    }
+)
+"""The codes of a resume refused before anything of it ran."""
 
 SCHEMA_VERSION = 1
 
@@ -68,6 +110,22 @@ class InvalidRunError(ToolrunError, ValueError):
 class RunSignatureError(InvalidRunError):
     """A signed `AgentRun` was changed after it was signed, signed with another key, or not signed at all
     where a signature is required. Nothing of it can be trusted: start a new run."""
+
+
+class DecisionRefusedError(ToolrunError):
+    """`Agent.decide` refused a decision; nothing of it ran. Match `code`, not the words.
+
+    Attributes:
+        code: Why (`RunErrorCode`): `CONFIRMATION_UNKNOWN` (unknown, already decided, or another user's),
+            `DECIDED_ELSEWHERE` (another decision holds the run right now), `RUN_MISMATCH`,
+            `STORE_UNAVAILABLE`.
+        confirmation_id: The confirmation the decision was for.
+    """
+
+    def __init__(self, code: RunErrorCode, confirmation_id: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.confirmation_id = confirmation_id
 
 
 _T = TypeVar("_T")
@@ -275,6 +333,9 @@ class AgentRun:
     """Tokens spent, summed over every model request."""
     error: str | None = None
     """Why the run failed or stopped early, in words."""
+    error_code: RunErrorCode | None = None
+    """Why the run failed or stopped early, as a code to match (None when it did not, or when code outside
+    the agent ended it with words only)."""
     plan: dict[str, Any] | None = None
     """Planner mode: the validated plan."""
     state: dict[str, Any] = field(default_factory=dict)
@@ -306,6 +367,7 @@ class AgentRun:
             "batch": [c.to_dict() for c in self.batch],
             "usage": self.usage.to_dict(),
             "error": self.error,
+            "error_code": None if self.error_code is None else str(self.error_code),
             "plan": self.plan,
             "state": self.state,
         }
@@ -350,6 +412,7 @@ class AgentRun:
             batch=_items(data, "batch", _call),
             usage=parsed_usage,
             error=_get(data, "", "error", (str, type(None)), None),
+            error_code=_error_code(data),
             plan=_get(data, "", "plan", (dict, type(None)), None),
             state=dict(_get(data, "", "state", (dict, type(None)), None) or {}),
         )
@@ -417,6 +480,17 @@ class AgentRun:
                     "another key. Nothing of it can be trusted; start a new run."
                 )
         return cls.from_dict(data)
+
+
+def _error_code(data: Mapping[str, Any]) -> RunErrorCode | None:
+    """The run's `error_code` (absent in runs saved before it existed: None)."""
+    value = _get(data, "", "error_code", (str, type(None)), None)
+    if value is None:
+        return None
+    try:
+        return RunErrorCode(value)
+    except ValueError:
+        raise InvalidRunError(f"unknown error code {value!r}", field="error_code") from None
 
 
 def _check_key(key: bytes) -> bytes:

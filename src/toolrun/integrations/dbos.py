@@ -9,12 +9,21 @@ what to mind (create agents before `DBOS.launch()`, native tool calling only): d
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
-from toolrun.agent import Agent, AgentEvent, AgentRun, Approve, Deny, PendingCall
-from toolrun.approvals._decisions import check_decisions, decode_decision, encode_decision
+from toolrun.agent import (
+    Agent,
+    AgentEvent,
+    AgentRun,
+    Approve,
+    DecisionRefusedError,
+    Deny,
+    PendingCall,
+    RunErrorCode,
+)
+from toolrun.approvals._decisions import Decision, check_decisions, decode_decision, encode_decision
 from toolrun.exceptions import ToolrunError
 from toolrun.integrations._dbos_calls import StepCalls
 from toolrun.integrations._dbos_job_workflow import deliver_finished, job_workflow
@@ -43,6 +52,7 @@ from toolrun.integrations._dbos_workflow import (
 )
 from toolrun.models import Message, Model, ModelRequest, ModelResponse
 from toolrun.results import ToolResult
+from toolrun.store import NO_USER
 from toolrun.tools import ToolCall, ToolContext
 
 __all__ = [
@@ -236,15 +246,55 @@ class DurableAgent(Agent):
         value = events[f"{STATE}{latest}"]
         return latest, AgentRun.from_dict(value["run"]), value.get("user_id")
 
+    @overload
+    async def decide(
+        self, target: str, decision: Decision, *, context: ToolContext[Any] | None = None
+    ) -> AgentRun: ...
+
+    @overload
+    async def decide(
+        self, target: str, decision: Mapping[str, Decision], *, context: ToolContext[Any] | None = None
+    ) -> int: ...
+
     async def decide(
         self,
-        run_id: str,
-        approvals: Mapping[str, bool | Approve | Deny],
+        target: str,
+        decision: Decision | Mapping[str, Decision],
         *,
         context: ToolContext[Any] | None = None,
+    ) -> AgentRun | int:
+        """Decide a held call of a durable run, from any process sharing the database.
+
+        `decide(confirmation_id, decision, context=ctx)`, as `Agent.decide`: the run is the one the
+        confirmation's record names; returns the run when it next pauses or ends. Refused with
+        `DecisionRefusedError` (`confirmation_unknown`) for an unknown or decided confirmation, or another
+        user's.
+
+        `decide(run_id, {confirmation_id: decision, ...}, context=ctx)`: sends the decisions to the run and
+        returns the sequence number of the state they answer (`wait(run_id, after=n)` gives the state after
+        them) without waiting.
+        """
+        if isinstance(decision, Mapping):
+            return await self._send(target, decision, context)
+        record = await self.executor.confirmations.record(target)
+        user = context.user_id if context is not None else None
+        if record is None or record.run_id is None or record.user_id != (user or NO_USER):
+            raise DecisionRefusedError(
+                RunErrorCode.CONFIRMATION_UNKNOWN,
+                target,
+                f"No pending confirmation {target!r} for this user (unknown, already decided, or another "
+                "user's); nothing was run.",
+            )
+        seq = await self._send(record.run_id, {target: decision}, context)
+        return await self.wait(record.run_id, after=seq)
+
+    async def _send(
+        self,
+        run_id: str,
+        approvals: Mapping[str, Decision],
+        context: ToolContext[Any] | None,
     ) -> int:
-        """Send decisions to a run waiting for them; returns the sequence number of the state they answer
-        (`wait(run_id, after=n)` gives the state after them).
+        """Send decisions to a run waiting for them; the sequence number of the state they answer.
 
         Decisions are those of `Agent.resume`: `True`/`False`, `Approve(arguments=...)` (the person's edited
         arguments: validated and previewed again here, before anything is sent, then bound to the

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from toolrun.store._protocols import (
     ApprovalRule,
     Artifact,
+    PausedRun,
     PendingConfirmation,
     RateLimitDecision,
     check_rule_text,
@@ -28,6 +29,7 @@ __all__ = [
     "InMemoryCache",
     "InMemoryConfirmationStore",
     "InMemoryRateLimitStore",
+    "InMemoryRunStore",
 ]
 
 
@@ -143,6 +145,86 @@ class InMemoryConfirmationStore:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class InMemoryRunStore:
+    """Paused agent runs in a dict (one process), bounded by `max_runs` (the oldest goes first).
+
+    Args:
+        max_runs: How many paused runs may wait at once; past it the oldest is dropped (it can then no
+            longer be decided: fail closed).
+    """
+
+    def __init__(self, *, max_runs: int = 10_000) -> None:
+        if max_runs < 1:
+            raise ValueError("max_runs must be at least 1.")
+        self._runs: dict[str, PausedRun] = {}
+        self._by_confirmation: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._max = max_runs
+
+    async def save(self, run: PausedRun) -> None:
+        with self._lock:
+            self._forget(run.run_id)
+            while len(self._runs) >= self._max:
+                self._forget(next(iter(self._runs)))
+            self._runs[run.run_id] = dataclasses.replace(run, claim_token=None, claimed_until=None)
+            for confirmation_id in run.confirmation_ids:
+                self._by_confirmation[confirmation_id] = run.run_id
+
+    async def claim(
+        self, confirmation_id: str, *, user_id: str, token: str, until: float, now: float
+    ) -> PausedRun | None:
+        with self._lock:
+            run = self._lookup(confirmation_id, user_id)
+            if run is None or (run.claimed_until is not None and run.claimed_until >= now):
+                return None
+            taken = dataclasses.replace(run, claim_token=token, claimed_until=until)
+            self._runs[run.run_id] = taken
+            return taken
+
+    async def find(self, confirmation_id: str, *, user_id: str) -> PausedRun | None:
+        with self._lock:
+            return self._lookup(confirmation_id, user_id)
+
+    async def release(self, run_id: str, *, token: str) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.claim_token != token:
+                return False
+            self._runs[run_id] = dataclasses.replace(run, claim_token=None, claimed_until=None)
+            return True
+
+    async def delete(self, run_id: str) -> bool:
+        with self._lock:
+            return self._forget(run_id)
+
+    async def purge_expired(self, now: float) -> int:
+        with self._lock:
+            gone = [
+                r.run_id
+                for r in self._runs.values()
+                if r.expires_at <= now and (r.claimed_until is None or r.claimed_until < now)
+            ]
+            for run_id in gone:
+                self._forget(run_id)
+            return len(gone)
+
+    def _lookup(self, confirmation_id: str, user_id: str) -> PausedRun | None:
+        run = self._runs.get(self._by_confirmation.get(confirmation_id, ""))
+        return run if run is not None and run.user_id == user_id else None
+
+    def _forget(self, run_id: str) -> bool:
+        run = self._runs.pop(run_id, None)
+        if run is None:
+            return False
+        for confirmation_id in run.confirmation_ids:
+            if self._by_confirmation.get(confirmation_id) == run_id:
+                del self._by_confirmation[confirmation_id]
+        return True
+
+    def __len__(self) -> int:
+        return len(self._runs)
 
 
 class InMemoryRateLimitStore:

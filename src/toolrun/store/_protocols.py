@@ -7,6 +7,8 @@ that must be atomic are single methods, so a backend can make them atomic in one
   `DELETE ... RETURNING`, a Redis `GETDEL` or Lua script). Two approvals racing for one id: exactly one
   gets it; that is what makes an approved call run exactly once.
 - `RateLimitStore.acquire` refills a token bucket and takes from it in one step (a Lua script in Redis).
+- `RunStore.claim` takes a paused agent run for one decider in one step (a SQL `UPDATE ... WHERE
+  claim_token IS NULL ... RETURNING`): of two decisions racing for one run, exactly one continues it.
 
 This module imports nothing from the rest of toolrun: stores sit at the bottom of the house.
 """
@@ -25,9 +27,11 @@ __all__ = [
     "ApprovalRuleStore",
     "CacheStore",
     "ConfirmationStore",
+    "PausedRun",
     "PendingConfirmation",
     "RateLimitDecision",
     "RateLimitStore",
+    "RunStore",
 ]
 
 NO_USER = ""
@@ -148,6 +152,79 @@ class ConfirmationStore(Protocol):
 
     async def purge_expired(self, now: float) -> int:
         """Drop confirmations expired at `now`; return how many were dropped."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PausedRun:
+    """An agent run paused on confirmations, as a `RunStore` keeps it between a request and the decision.
+
+    The run itself is `data`, its signed JSON (`Agent.dump_run`): the agent that loads it checks the
+    signature, and the confirmation store still decides what runs.
+    """
+
+    run_id: str
+    """The run's id (one paused run per id: saving again replaces it)."""
+    user_id: str
+    """The only principal who may decide it; `NO_USER` (`""`) for a run without a user."""
+    data: str
+    """The run as signed JSON text. Holds the conversation: never log it."""
+    confirmation_ids: tuple[str, ...]
+    """The confirmations it waits for: a decision on any of them claims the run."""
+    expires_at: float
+    """When its confirmations expire (`time.time()` seconds); `purge_expired` drops it after that."""
+    conversation_id: str | None = None
+    """The conversation its confirmations are bound to (the pausing context's), if it had one."""
+    claim_token: str | None = None
+    """Who holds it now: the token given to `claim`; None while it waits for a decision."""
+    claimed_until: float | None = None
+    """When the claim lapses (`time.time()` seconds): a decider that died cannot hold the run forever."""
+
+    def __repr__(self) -> str:  # `data` holds the conversation: keep it out of reprs
+        return (
+            f"PausedRun(run_id={self.run_id!r}, user_id={self.user_id!r}, "
+            f"confirmation_ids={self.confirmation_ids!r}, claimed={self.claim_token is not None})"
+        )
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Where paused agent runs wait for a decision that may come in another request, on another process.
+
+    `Agent(..., runs=store)` saves a run here when it pauses; `Agent.decide(confirmation_id, ...)` claims
+    it, continues it, and saves it again (paused again) or deletes it (ended).
+    """
+
+    async def save(self, run: PausedRun) -> None:
+        """Keep `run`, unclaimed, replacing any run of the same id (and its claim and confirmation ids)."""
+        ...
+
+    async def claim(
+        self, confirmation_id: str, *, user_id: str, token: str, until: float, now: float
+    ) -> PausedRun | None:
+        """Atomically take the run that waits for `confirmation_id`, for the caller holding `token`.
+
+        Returns the run (with `claim_token=token`, `claimed_until=until`) only if it is `user_id`'s and
+        nobody holds it (or a claim lapsed before `now`). Else None, and nothing changes: of two
+        concurrent claims, across processes, exactly one gets the run.
+        """
+        ...
+
+    async def find(self, confirmation_id: str, *, user_id: str) -> PausedRun | None:
+        """Look at the run that waits for `confirmation_id` without claiming it (None when unknown, or
+        another user's)."""
+        ...
+
+    async def release(self, run_id: str, *, token: str) -> bool:
+        """Put a claimed run back, unchanged, if `token` still holds it; False otherwise."""
+        ...
+
+    async def delete(self, run_id: str) -> bool:
+        """Forget a run (it ended); False when there was none."""
+        ...
+
+    async def purge_expired(self, now: float) -> int:
+        """Drop the runs expired at `now` that nobody holds; return how many."""
         ...
 
 

@@ -42,6 +42,12 @@ atomicity is the whole argument, there is no read-then-write in Python and no tr
   zero and `updated_at` never moves back, so a late statement can only grant less, never more.
 - Confirmations keep the caller's `time.time()` (`created_at`, `expires_at` come from the executor), as
   the in-memory store does.
+- `SQLRunStore.claim` is `UPDATE <runs> SET claim_token = :token ... WHERE run_id = (SELECT run_id FROM
+  <run_confirmations> WHERE confirmation_id = :cid AND user_id = :user) AND user_id = :user AND
+  (claimed_until IS NULL OR claimed_until < :now) RETURNING ...`. PostgreSQL: the second of two racing
+  claims blocks on the first one's row lock, then re-checks the row, finds it claimed and updates
+  nothing; SQLite serialises the writers. Exactly one decider gets the paused run. Its `save` and
+  `delete` change two tables, in one transaction.
 
 The module needs SQLAlchemy 2 (the `sql` extra) and is never imported by `import toolrun`; import it
 as `from toolrun.store.sql import ...`. SQLite needs 3.35 or later (for `RETURNING`).
@@ -66,6 +72,7 @@ from toolrun.store._memory import new_rule_id
 from toolrun.store._protocols import (
     ApprovalRule,
     Artifact,
+    PausedRun,
     PendingConfirmation,
     RateLimitDecision,
     check_rule_text,
@@ -79,6 +86,7 @@ __all__ = [
     "SQLCache",
     "SQLConfirmationStore",
     "SQLRateLimitStore",
+    "SQLRunStore",
     "SQLStores",
     "create_sql_stores",
 ]
@@ -368,6 +376,160 @@ def _pending(row: sa.RowMapping) -> PendingConfirmation:
         run_id=row["run_id"],
         metadata=json.loads(row["metadata"]),
         preview=row["preview"],
+    )
+
+
+class SQLRunStore(_SQLStore):
+    """Paused agent runs in `<table_prefix>paused_runs`, and the confirmations each waits for in
+    `<table_prefix>paused_run_confirmations`: every process on the database can decide any of them.
+
+    `claim` is one `UPDATE ... RETURNING` (see the module docstring): of any number of concurrent
+    decisions on one run, across processes and hosts, exactly one gets it. Times are the caller's
+    `time.time()`, as for confirmations. Expired runs stay until `purge_expired` (call it now and then).
+
+    Args:
+        engine: A database URL or an `AsyncEngine` you own and close.
+        table_prefix: Prefix of the table names (lowercase letters, digits, `_`).
+        engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine | str,
+        *,
+        table_prefix: str = DEFAULT_TABLE_PREFIX,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+        name = f"{self.table_prefix}paused_runs"
+        self.table = sa.Table(
+            name,
+            self.metadata,
+            sa.Column("run_id", sa.String(), primary_key=True),
+            sa.Column("user_id", sa.String(), nullable=False),
+            sa.Column("conversation_id", sa.String(), nullable=True),
+            sa.Column("data", sa.Text(), nullable=False),  # the run's signed JSON
+            sa.Column("confirmation_ids", sa.Text(), nullable=False),  # JSON array
+            sa.Column("expires_at", sa.Double(), nullable=False),
+            sa.Column("claim_token", sa.String(), nullable=True),  # NULL: waiting for a decision
+            sa.Column("claimed_until", sa.Double(), nullable=True),
+            sa.Index(f"{name}_expiry", "expires_at"),
+        )
+        self.confirmations = sa.Table(
+            f"{self.table_prefix}paused_run_confirmations",
+            self.metadata,
+            sa.Column("confirmation_id", sa.String(), primary_key=True),
+            sa.Column("run_id", sa.String(), nullable=False, index=True),
+            sa.Column("user_id", sa.String(), nullable=False),
+        )
+
+    async def save(self, run: PausedRun) -> None:
+        """Keep `run`, unclaimed, replacing any run of the same id (one transaction)."""
+        t, c = self.table, self.confirmations
+        row = {
+            "run_id": run.run_id,
+            "user_id": run.user_id,
+            "conversation_id": run.conversation_id,
+            "data": run.data,
+            "confirmation_ids": json.dumps(list(run.confirmation_ids)),
+            "expires_at": float(run.expires_at),
+            "claim_token": None,
+            "claimed_until": None,
+        }
+        insert = self._insert(t).values(row)
+        upsert = insert.on_conflict_do_update(
+            index_elements=[t.c.run_id], set_={k: insert.excluded[k] for k in row if k != "run_id"}
+        )
+        ids = list(run.confirmation_ids)
+        async with self.engine.begin() as conn:
+            await conn.execute(upsert)
+            await conn.execute(
+                sa.delete(c).where(sa.or_(c.c.run_id == run.run_id, c.c.confirmation_id.in_(ids)))
+            )
+            if ids:
+                await conn.execute(
+                    c.insert(),
+                    [{"confirmation_id": i, "run_id": run.run_id, "user_id": run.user_id} for i in ids],
+                )
+
+    async def claim(
+        self, confirmation_id: str, *, user_id: str, token: str, until: float, now: float
+    ) -> PausedRun | None:
+        """Atomically take the run waiting for `confirmation_id` if it is `user_id`'s and nobody holds it
+        (one statement); None otherwise, and nothing changes."""
+        t, c = self.table, self.confirmations
+        owner = (
+            sa.select(c.c.run_id)
+            .where(c.c.confirmation_id == confirmation_id, c.c.user_id == user_id)
+            .scalar_subquery()
+        )
+        stmt = (
+            sa.update(t)
+            .where(
+                t.c.run_id == owner,
+                t.c.user_id == user_id,
+                sa.or_(t.c.claimed_until.is_(None), t.c.claimed_until < now),
+            )
+            .values(claim_token=token, claimed_until=until)
+            .returning(*t.c)
+        )
+        async with self._auto.connect() as conn:
+            row = (await conn.execute(stmt)).mappings().first()
+        return None if row is None else _paused(row)
+
+    async def find(self, confirmation_id: str, *, user_id: str) -> PausedRun | None:
+        """The run waiting for `confirmation_id`, without claiming it; None when unknown or another user's."""
+        t, c = self.table, self.confirmations
+        stmt = (
+            sa.select(t)
+            .join(c, c.c.run_id == t.c.run_id)
+            .where(c.c.confirmation_id == confirmation_id, c.c.user_id == user_id, t.c.user_id == user_id)
+        )
+        async with self._auto.connect() as conn:
+            row = (await conn.execute(stmt)).mappings().first()
+        return None if row is None else _paused(row)
+
+    async def release(self, run_id: str, *, token: str) -> bool:
+        """Put a claimed run back if `token` still holds it."""
+        t = self.table
+        stmt = (
+            sa.update(t)
+            .where(t.c.run_id == run_id, t.c.claim_token == token)
+            .values(claim_token=None, claimed_until=None)
+        )
+        async with self._auto.connect() as conn:
+            result = await conn.execute(stmt)
+        return result.rowcount > 0
+
+    async def delete(self, run_id: str) -> bool:
+        """Forget a run and its confirmation ids (one transaction)."""
+        t, c = self.table, self.confirmations
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.delete(c).where(c.c.run_id == run_id))
+            result = await conn.execute(sa.delete(t).where(t.c.run_id == run_id))
+        return result.rowcount > 0
+
+    async def purge_expired(self, now: float) -> int:
+        """Delete the runs expired at `now` that nobody holds (and their confirmation ids); how many."""
+        t, c = self.table, self.confirmations
+        gone = sa.and_(t.c.expires_at <= now, sa.or_(t.c.claimed_until.is_(None), t.c.claimed_until < now))
+        async with self.engine.begin() as conn:
+            ids = (await conn.execute(sa.delete(t).where(gone).returning(t.c.run_id))).scalars().all()
+            if ids:
+                await conn.execute(sa.delete(c).where(c.c.run_id.in_(list(ids))))
+        return len(ids)
+
+
+def _paused(row: sa.RowMapping) -> PausedRun:
+    return PausedRun(
+        run_id=row["run_id"],
+        user_id=row["user_id"],
+        conversation_id=row["conversation_id"],
+        data=row["data"],
+        confirmation_ids=tuple(json.loads(row["confirmation_ids"])),
+        expires_at=float(row["expires_at"]),
+        claim_token=row["claim_token"],
+        claimed_until=None if row["claimed_until"] is None else float(row["claimed_until"]),
     )
 
 
@@ -742,7 +904,7 @@ class SQLArtifactStore(_SQLStore):
 
 @dataclass(frozen=True, kw_only=True)
 class SQLStores:
-    """The three SQL stores on one engine, from `create_sql_stores`."""
+    """The SQL stores on one engine, from `create_sql_stores`."""
 
     engine: AsyncEngine
     """The shared engine."""
@@ -756,11 +918,20 @@ class SQLStores:
     """For `ToolExecutor(approval_rules=...)`."""
     artifacts: SQLArtifactStore
     """For `ToolExecutor(artifacts=...)`: whole results and stored content, shared by every process."""
+    runs: SQLRunStore
+    """For `Agent(runs=...)`: paused runs, decided from any process with `Agent.decide`."""
     owns_engine: bool
     """Whether `aclose` disposes the engine (it was made from a URL)."""
 
     def _stores(self) -> tuple[_SQLStore, ...]:
-        return (self.confirmations, self.rate_limits, self.cache, self.approval_rules, self.artifacts)
+        return (
+            self.confirmations,
+            self.rate_limits,
+            self.cache,
+            self.approval_rules,
+            self.artifacts,
+            self.runs,
+        )
 
     async def create_tables(self) -> None:
         """Create the stores' tables if missing (idempotent)."""
@@ -790,7 +961,8 @@ def create_sql_stores(
     table_prefix: str = DEFAULT_TABLE_PREFIX,
     engine_options: Mapping[str, Any] | None = None,
 ) -> SQLStores:
-    """The confirmation store, rate-limit store and cache on ONE engine (one connection pool).
+    """The confirmation, run, rate-limit, approval-rule and artifact stores and the cache on ONE engine
+    (one connection pool).
 
     Args:
         engine: A database URL (`"sqlite+aiosqlite:///toolrun.db"`,
@@ -817,6 +989,7 @@ def create_sql_stores(
             cache=SQLCache(shared, table_prefix=table_prefix),
             approval_rules=SQLApprovalRuleStore(shared, table_prefix=table_prefix),
             artifacts=SQLArtifactStore(shared, table_prefix=table_prefix),
+            runs=SQLRunStore(shared, table_prefix=table_prefix),
             owns_engine=owns,
         )
     except Exception:
