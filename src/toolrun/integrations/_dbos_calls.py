@@ -7,8 +7,6 @@ starts a job instead. Internal: import from `toolrun.integrations.dbos`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast
@@ -20,6 +18,7 @@ from toolrun.integrations._dbos_jobs import JobLimitError, JobStore
 from toolrun.integrations._dbos_steps import idempotency_key, in_workflow, interrupted, step
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor, _errors
+from toolrun.runtime._chain import in_call_order
 from toolrun.tools import Tool, ToolCall, ToolContext
 
 __all__ = ["StepCalls"]
@@ -63,29 +62,12 @@ class StepCalls:
         reserved = [(DBOS.reserve_step(), DBOS.reserve_step()) for _ in items]
         results: list[ToolResult | None] = [None] * len(items)
         starts: list[list[Start]] = [[] for _ in items]
-        limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
         async def run(index: int) -> None:
-            async with limiter if limiter is not None else contextlib.nullcontext():
-                own = ctx if context_for is None else context_for(items[index])  # its progress reporter
-                results[index] = await self._once(items[index], own, reserved[index], starts[index])
+            own = ctx if context_for is None else context_for(items[index])  # its progress reporter
+            results[index] = await self._once(items[index], own, reserved[index], starts[index])
 
-        group: list[int] = []
-
-        async def flush() -> None:
-            if group:
-                async with asyncio.TaskGroup() as tg:
-                    for index in group:
-                        tg.create_task(run(index))
-                group.clear()
-
-        for index, call in enumerate(items):
-            if self.executor._is_sequential(call.name):
-                await flush()
-                await run(index)
-            else:
-                group.append(index)
-        await flush()
+        await in_call_order(self.executor, [c.name for c in items], run, max_concurrency)
         # Jobs start after the batch, in call order: starting a workflow takes the next step id.
         for pending in starts:
             for start in pending:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -185,37 +185,52 @@ async def run_many(
 ) -> list[ToolResult]:
     """`ToolExecutor.execute_many`: the calls concurrently (at most `max_concurrency` at a time), a call of
     a `sequential` tool alone; results in call order."""
-    if max_concurrency is not None and max_concurrency < 1:
-        raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
     items = list(calls)
     ctx = context if context is not None else ToolContext()
     results: list[ToolResult | None] = [None] * len(items)
-    limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
     async def run(index: int) -> None:
         call = items[index]
-        own = ctx if context_for is None else context_for(call)
+        results[index] = await executor.execute(call, ctx if context_for is None else context_for(call))
+
+    await in_call_order(executor, [c.name for c in items], run, max_concurrency)
+    return [r for r in results if r is not None]
+
+
+async def in_call_order(
+    executor: ToolExecutor,
+    names: Sequence[str],
+    run: Callable[[int], Awaitable[None]],
+    max_concurrency: int | None,
+) -> None:
+    """`run(index)` for each call (its tool's name in `names`): concurrently, at most `max_concurrency` at a
+    time, but a call of a `sequential` tool alone, after every call before it and before any after it.
+    The one grouping rule of `execute_many`, with or without durable steps."""
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1 (or None for no limit).")
+    limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def one(index: int) -> None:
         if limiter is None:
-            results[index] = await executor.execute(call, own)
+            await run(index)
         else:
             async with limiter:
-                results[index] = await executor.execute(call, own)
+                await run(index)
 
     async def run_group(group: list[int]) -> None:
         if len(group) == 1:
-            await run(group[0])
+            await one(group[0])
         elif group:
             async with asyncio.TaskGroup() as tg:
                 for index in group:
-                    tg.create_task(run(index))
+                    tg.create_task(one(index))
 
     group: list[int] = []
-    for index, call in enumerate(items):
-        if executor._is_sequential(call.name):
+    for index, name in enumerate(names):
+        if executor._is_sequential(name):
             await run_group(group)
             group = []
-            await run(index)
+            await one(index)
         else:
             group.append(index)
     await run_group(group)
-    return [r for r in results if r is not None]
