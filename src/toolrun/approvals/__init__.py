@@ -6,6 +6,7 @@ from toolrun.approvals import Approve, Deny
 await agent.resume(run, approvals={cid: True})                            # or Approve()
 await agent.resume(run, approvals={cid: Approve(arguments={"to": "b"})})  # edited, then approved
 await agent.resume(run, approvals={cid: Deny(reason="not today")})        # or False
+await agent.decide(cid, True, context=ctx)      # from any process: the run from its store (Agent(runs=...))
 ```
 
 This package is the concept's home: the decision grammar (`Approve`, `Deny`, the one check of a decision and
