@@ -17,7 +17,6 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from toolrun.store import PendingConfirmation
-from toolrun.store import sql as sql_module
 from toolrun.store.sql import (
     SQLCache,
     SQLConfirmationStore,
@@ -200,7 +199,7 @@ async def test_engine_options_only_go_with_a_url(tmp_path: Path) -> None:
 
 
 def test_sqlite_without_returning_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sql_module.sqlite3, "sqlite_version_info", (3, 34, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
     with pytest.raises(RuntimeError, match=r"3\.35"):
         SQLConfirmationStore("sqlite+aiosqlite://")
     with pytest.raises(RuntimeError, match=r"3\.35"):
