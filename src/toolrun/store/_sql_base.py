@@ -53,7 +53,7 @@ def _check_engine(engine: AsyncEngine) -> str:
     if name == "sqlite" and sqlite3.sqlite_version_info < _SQLITE_RETURNING:
         raise RuntimeError(
             f"SQLite {sqlite3.sqlite_version} is too old for the SQL stores: they need 3.35 or later "
-            "(DELETE ... RETURNING makes consuming a confirmation atomic)."
+            "(UPDATE ... RETURNING makes consuming a confirmation atomic)."
         )
     return name
 

@@ -78,7 +78,7 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class RedisStores:
-    """The three Redis stores on one client (one connection pool), from `create_redis_stores`."""
+    """The Redis stores on one client (one connection pool), from `create_redis_stores`."""
 
     client: Redis
     """The shared client."""
