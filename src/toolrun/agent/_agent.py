@@ -17,19 +17,16 @@ messages + tools ─► model ─► tool calls? ── no ──► completed (
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, cast
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 from toolrun.agent._boundary import (
     CheckedCalls,
     OutputLimits,
-    TextCleaner,
     audit_refused,
     check_calls,
-    clean_response,
     refused_unrun,
     used_call_ids,
 )
@@ -39,28 +36,23 @@ from toolrun.agent._events import (
     AgentEvent,
     ConfirmationRequired,
     RunFinished,
-    TextDelta,
     ToolCallFinished,
     ToolCallProgress,
     ToolCallStarted,
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
+from toolrun.agent._requests import Stop, ask, ask_quietly, describe_failure
 from toolrun.agent._resume import abandon_run, bind_pending, pending_entry, resume_events
-from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode, RunStatus, ToolCallRecord
+from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode, ToolCallRecord
 from toolrun.approvals._decisions import Approve, Decision, Deny
-from toolrun.exceptions import ToolrunError
 from toolrun.models import (
     AssistantMessage,
-    FinalResponse,
     Message,
     Model,
     ModelRequest,
     ModelResponse,
     ModelSettings,
-    ModelTextDelta,
-    ProviderError,
-    StreamEvent,
     SystemMessage,
     ToolResultMessage,
     UserMessage,
@@ -69,8 +61,6 @@ from toolrun.models import (
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import ToolExecutor
-from toolrun.runtime._errors import new_error_id
-from toolrun.runtime._logging import REDACTED, log_exception
 from toolrun.store import RunStore
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
 from toolrun.tools._context import ProgressThrottle
@@ -104,15 +94,6 @@ class LoopExecutor(Protocol):
     async def deny(
         self, confirmation_id: str, context: ToolContext[Any], reason: str | None = None
     ) -> ToolResult: ...
-
-
-class _Stop(Exception):
-    """Internal: the run reached a limit while waiting on the model."""
-
-    def __init__(self, status: RunStatus, error: str) -> None:
-        self.status = status
-        self.error = error
-        self.code = RunErrorCode.LIMIT_REACHED
 
 
 class Agent:
@@ -467,10 +448,10 @@ class Agent:
             else:
                 async for event in self._native_steps(run, ctx, streaming=streaming):
                     yield event
-        except _Stop as stop:
+        except Stop as stop:
             run.status, run.error, run.error_code = stop.status, stop.error, stop.code
         except Exception as exc:  # a provider failure, or a bug: the run ends readable, never half-raised
-            run.status, run.error = "failed", self._failure(run, exc)
+            run.status, run.error = "failed", describe_failure(self, run, exc)
             run.error_code = RunErrorCode.MODEL_FAILED
         yield RunFinished(run=run)
 
@@ -505,16 +486,16 @@ class Agent:
         self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
     ) -> AsyncIterator[AgentEvent]:
         if run.plan is None:
-            response = await self._ask_quietly(
-                run, ctx, ModelRequest(self._sent(run), settings=self.settings)
+            response = await ask_quietly(
+                self, run, ctx, ModelRequest(self._sent(run), settings=self.settings)
             )
             run.messages.append(AssistantMessage(content=response.text))
             try:
                 plan = parse_plan(response.text)
             except PlanError as first:
                 run.messages.append(UserMessage(content=repair_prompt(str(first))))
-                response = await self._ask_quietly(
-                    run, ctx, ModelRequest(self._sent(run), settings=self.settings)
+                response = await ask_quietly(
+                    self, run, ctx, ModelRequest(self._sent(run), settings=self.settings)
                 )
                 run.messages.append(AssistantMessage(content=response.text))
                 try:
@@ -582,76 +563,12 @@ class Agent:
             cached = self._read_result_tools = (key, ToolRegistry([*tools.tools(), reader]))
         return cached[1]
 
-    def _check_limits(self, run: AgentRun, ctx: ToolContext[Any]) -> None:
-        if run.steps >= self.max_steps:
-            raise _Stop(
-                "max_steps", f"Stopped after {run.steps} model requests (max_steps={self.max_steps})."
-            )
-        if ctx.deadline is not None and time.time() >= ctx.deadline:
-            raise _Stop("deadline_exceeded", "The run's deadline passed before the answer.")
-        if self.max_tokens is not None and run.usage.total_tokens >= self.max_tokens:
-            raise _Stop(
-                "budget_exceeded", f"Spent {run.usage.total_tokens} tokens (max_tokens={self.max_tokens})."
-            )
-
-    async def _ask(
+    def _ask(
         self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest, *, streaming: bool
     ) -> AsyncIterator[AgentEvent | ModelResponse]:
-        """One model request (streamed or not); yields text deltas, then the response itself."""
-        if not streaming:
-            yield await self._ask_quietly(run, ctx, request)
-            return
-        self._check_limits(run, ctx)
-        run.steps += 1
-        response: ModelResponse | None = None
-        time_left = ctx.time_left
-        cleaner = TextCleaner()
-        room = self.output_limits.max_text_chars
-        try:
-            async with (
-                asyncio.timeout(time_left),
-                contextlib.aclosing(
-                    cast(AsyncGenerator[StreamEvent, None], self.model.stream(request))
-                ) as events,
-            ):
-                async for event in events:
-                    if isinstance(event, ModelTextDelta):
-                        text = cleaner.feed(event.text)[: max(room, 0)]
-                        room -= len(text)
-                        if text:
-                            yield TextDelta(text=text, step=run.steps)
-                    elif isinstance(event, FinalResponse):
-                        response = event.response
-        except TimeoutError:
-            raise _Stop(
-                "deadline_exceeded", "The run's deadline passed while the model was answering."
-            ) from None
-        if response is None:
-            raise RuntimeError("The model's stream ended without a final response.")
-        tail = cleaner.flush()[: max(room, 0)]
-        if tail:
-            yield TextDelta(text=tail, step=run.steps)
-        run.usage += response.usage
-        yield clean_response(response, self.output_limits)
-
-    async def _ask_quietly(
-        self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest
-    ) -> ModelResponse:
-        self._check_limits(run, ctx)
-        run.steps += 1
-        time_left = ctx.time_left
-        try:
-            if time_left is None:
-                response = await self.model.request(request)
-            else:
-                async with asyncio.timeout(time_left):
-                    response = await self.model.request(request)
-        except TimeoutError:
-            raise _Stop(
-                "deadline_exceeded", "The run's deadline passed while the model was answering."
-            ) from None
-        run.usage += response.usage
-        return clean_response(response, self.output_limits)
+        """One model request (`_requests.ask`): text deltas, then the response. A hook: `DurableAgent`
+        delivers finished jobs' results into the request first."""
+        return ask(self, run, ctx, request, streaming=streaming)
 
     def _check_calls(self, run: AgentRun, calls: Sequence[ToolCall]) -> CheckedCalls:
         """The model boundary for calls: unique safe ids, safe names, bounded arguments (`_boundary`)."""
@@ -779,38 +696,3 @@ class Agent:
                 )
                 run.error_code = RunErrorCode.TOOL_FAILING
                 return
-
-    def _failure(self, run: AgentRun, exc: Exception) -> str:
-        """Log a model or provider failure and describe it for `run.error` without its message.
-
-        Provider messages can carry secrets (an API key echoed in a 401) and user text, and `run.error`
-        travels to browsers and logs: like a tool's exception, the message is replaced by a marker and an
-        error id that finds the logged traceback (messages are logged only with the executor's
-        `log_exception_messages=True`). toolrun's own errors (a test script running out) keep theirs.
-        """
-        error_id = new_error_id()
-        log_exception(
-            logger,
-            "agent run %s failed: %s (error_id=%s)",
-            exc,
-            run.run_id,
-            type(exc).__name__,
-            error_id,
-            level=logging.WARNING,
-            redact=not self.executor.log_exception_messages,
-            one_line=True,
-        )
-        name = type(exc).__name__
-        if isinstance(exc, ToolrunError):
-            return f"{name}: {exc}"
-        if isinstance(exc, ProviderError):
-            where = ", ".join(
-                part
-                for part in (
-                    exc.provider or None,
-                    f"HTTP {exc.status_code}" if exc.status_code is not None else None,
-                )
-                if part
-            )
-            name += f" ({where})" if where else ""
-        return f"The model request failed: {name}: {REDACTED} (error id {error_id})."
