@@ -2,7 +2,9 @@
 
 One loop, written once as an async generator of events: `run()` drains it and returns the `AgentRun`,
 `stream()` hands the events out as they happen. Native mode sends tool definitions and runs the calls the
-model makes; planner mode asks for a JSON plan, runs it, then asks for the answer.
+model makes; planner mode asks for a JSON plan, runs it, then asks for the answer. Each model request
+goes through `_requests`, a paused run resumes through `_resume`, and one kept in a run store through
+`_decide`; the public methods here stay thin.
 
 ```
 messages + tools ─► model ─► tool calls? ── no ──► completed (output = text)
