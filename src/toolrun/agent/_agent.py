@@ -3,8 +3,8 @@
 One loop, written once as an async generator of events: `run()` drains it and returns the `AgentRun`,
 `stream()` hands the events out as they happen. Native mode sends tool definitions and runs the calls the
 model makes; planner mode asks for a JSON plan, runs it, then asks for the answer. Each model request
-goes through `_requests`, a paused run resumes through `_resume`, and one kept in a run store through
-`_decide`; the public methods here stay thin.
+goes through `_requests` and each turn's calls through `_turn`; a paused run resumes through `_resume`,
+and one kept in a run store through `_decide`. The public methods here stay thin.
 
 ```
 messages + tools ─► model ─► tool calls? ── no ──► completed (output = text)
@@ -18,35 +18,26 @@ messages + tools ─► model ─► tool calls? ── no ──► completed (
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from toolrun.agent._boundary import (
-    CheckedCalls,
     OutputLimits,
-    audit_refused,
-    check_calls,
-    refused_unrun,
-    used_call_ids,
 )
 from toolrun.agent._compact import HistoryPolicy
 from toolrun.agent._decide import decide_events, kept
 from toolrun.agent._events import (
     AgentEvent,
-    ConfirmationRequired,
     RunFinished,
-    ToolCallFinished,
-    ToolCallProgress,
-    ToolCallStarted,
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
 from toolrun.agent._requests import Stop, ask, ask_quietly, describe_failure
 from toolrun.agent._resume import abandon_run, bind_pending, pending_entry, resume_events
-from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode, ToolCallRecord
+from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode
+from toolrun.agent._turn import after_results, checked_calls, run_calls
 from toolrun.approvals._decisions import Approve, Decision, Deny
 from toolrun.models import (
     AssistantMessage,
@@ -56,16 +47,14 @@ from toolrun.models import (
     ModelResponse,
     ModelSettings,
     SystemMessage,
-    ToolResultMessage,
     UserMessage,
     infer_model,
 )
 from toolrun.registry import ToolRegistry, ToolSet
-from toolrun.results import ErrorCode, ToolResult
+from toolrun.results import ToolResult
 from toolrun.runtime import ToolExecutor
 from toolrun.store import RunStore
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
-from toolrun.tools._context import ProgressThrottle
 
 __all__ = ["Agent"]
 
@@ -471,7 +460,7 @@ class Agent:
                 else:
                     yield event
             assert response is not None  # _ask always ends with the response
-            checked = self._check_calls(run, response.tool_calls)
+            checked = checked_calls(self, run, response.tool_calls)
             # The provider's own blocks go back to it only for a turn the boundary kept as it came.
             kept = None if checked.refused or checked.renamed else response.provider_data
             run.messages.append(
@@ -481,7 +470,7 @@ class Agent:
                 run.output = response.text
                 run.status = "completed"
                 return
-            async for event in self._run_calls(run, ctx, checked):
+            async for event in run_calls(self, run, ctx, checked):
                 yield event
 
     async def _planner_steps(
@@ -512,7 +501,7 @@ class Agent:
                 return
             if plan.tool_calls:
                 calls = [ToolCall(name=c.tool, arguments=c.args) for c in plan.tool_calls]
-                async for event in self._run_calls(run, ctx, self._check_calls(run, calls)):
+                async for event in run_calls(self, run, ctx, checked_calls(self, run, calls)):
                     yield event
                 if run.status != "running":
                     return
@@ -572,129 +561,6 @@ class Agent:
         delivers finished jobs' results into the request first."""
         return ask(self, run, ctx, request, streaming=streaming)
 
-    def _check_calls(self, run: AgentRun, calls: Sequence[ToolCall]) -> CheckedCalls:
-        """The model boundary for calls: unique safe ids, safe names, bounded arguments (`_boundary`)."""
-        tools, registry = self.tools, self.executor.registry
-        checked = check_calls(
-            calls,
-            used_ids=used_call_ids(run.messages),
-            known=lambda name: tools.find(name) is not None or registry.find(name) is not None,
-            suggest=tools.suggest,
-            limits=self.output_limits,
-        )
-        if checked.renamed:
-            logger.debug("agent run %s: call ids replaced: %s", run.run_id, checked.renamed)
-        return checked
-
-    async def _run_calls(
-        self, run: AgentRun, ctx: ToolContext[Any], checked: CheckedCalls
-    ) -> AsyncIterator[AgentEvent]:
-        step = run.steps
-        calls, refused = checked.calls, checked.refused
-        audit_refused(self.executor, checked, ctx)  # each refusal leaves its record, as the executor's do
-        for call in calls:
-            yield ToolCallStarted(call=call, step=step)
-        runnable = [c for c in calls if c.id not in refused]
-        progress: asyncio.Queue[ToolCallProgress] = asyncio.Queue()
-        throttles: list[ProgressThrottle] = []
-
-        def context_for(call: ToolCall) -> ToolContext[Any]:
-            outer = ctx.progress
-
-            async def report(
-                done: float, total: float | None, message: str | None, value: Any = None
-            ) -> None:
-                progress.put_nowait(
-                    ToolCallProgress(
-                        call=call, progress=done, total=total, message=message, step=step, partial=value
-                    )
-                )
-                if outer is not None:  # a transport above the agent listens too
-                    await outer(done, total, message)
-
-            async def report_partial(done: float, message: str | None, value: Any) -> None:
-                await report(done, None, message, value)
-
-            throttle = ProgressThrottle(report, interval=self.progress_interval, partial=report_partial)
-            throttles.append(throttle)
-            return ctx.evolve(progress=throttle)
-
-        work = asyncio.ensure_future(
-            self._calls.execute_many(
-                runnable, ctx, max_concurrency=self.max_concurrency, context_for=context_for
-            )
-        )
-        try:
-            while not work.done():
-                waiter = asyncio.ensure_future(progress.get())
-                await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                if waiter.done():
-                    yield waiter.result()
-                else:
-                    waiter.cancel()
-            for throttle in throttles:  # each call's last report, if it still waited for the rate
-                await throttle.aclose()
-            while not progress.empty():  # reported before the calls ended
-                yield progress.get_nowait()
-            ran = iter(work.result())
-            results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
-        finally:
-            for throttle in throttles:  # nothing more once the calls ended (timeouts, cancellation)
-                throttle.close()
-            if not work.done():
-                work.cancel()
-                await asyncio.wait({work})
-        pending: list[PendingCall] = []
-        for call, result in zip(calls, results, strict=True):
-            run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))
-            yield ToolCallFinished(call=call, result=result, step=step)
-            if result.status == "confirmation_required" and result.confirmation_id is not None:
-                entry = await self._pending_entry(run, call, result)
-                pending.append(entry)
-                yield ConfirmationRequired(
-                    confirmation_id=entry.confirmation_id,
-                    call=call,
-                    summary=entry.summary,
-                    preview=entry.preview,
-                )
-        if pending:
-            run.pending, run.batch = pending, list(calls)
-            run.status = "awaiting_confirmation"
-            return
-        self._after_results(run, calls, results)
-
     def _after_results(self, run: AgentRun, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
-        """Feed a turn's results back (native mode) and stop on a spent budget or a hopeless tool."""
-        if run.mode == "native":
-            run.messages.extend(ToolResultMessage.from_result(r) for r in results)
-        if any(
-            r.error is not None
-            and r.error.code == ErrorCode.BUDGET_EXCEEDED
-            and r.error.details.get("limit") != "tool"  # one tool's limit: the run goes on without it
-            for r in results
-        ):
-            run.status, run.error = "budget_exceeded", "The run's budget of tool calls is spent."
-            run.error_code = RunErrorCode.LIMIT_REACHED
-            return
-        for call in calls:
-            streak = 0
-            for record in reversed(run.tool_calls):
-                if record.call.name != call.name or refused_unrun(record.result):
-                    continue
-                if record.result.status != "error":
-                    break
-                streak += 1
-            if streak >= self.max_tool_errors:
-                last = next(
-                    r
-                    for r in reversed(run.tool_calls)
-                    if r.call.name == call.name and not refused_unrun(r.result)
-                ).result
-                code = last.error.code if last.error is not None else "?"
-                run.status = "failed"
-                run.error = (
-                    f"Tool {call.name!r} failed {streak} times in a row (last error {code}); "
-                    "stopping instead of retrying the same failing call."
-                )
-                run.error_code = RunErrorCode.TOOL_FAILING
-                return
+        """Feed a turn's results back; stop on a spent budget or a hopeless tool (`_turn.after_results`)."""
+        after_results(self, run, calls, results)
