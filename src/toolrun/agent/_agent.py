@@ -2,7 +2,9 @@
 
 One loop, written once as an async generator of events: `run()` drains it and returns the `AgentRun`,
 `stream()` hands the events out as they happen. Native mode sends tool definitions and runs the calls the
-model makes; planner mode asks for a JSON plan, runs it, then asks for the answer.
+model makes; planner mode asks for a JSON plan, runs it, then asks for the answer. Each model request
+goes through `_requests` and each turn's calls through `_turn`; a paused run resumes through `_resume`,
+and one kept in a run store through `_decide`. The public methods here stay thin.
 
 ```
 messages + tools ─► model ─► tool calls? ── no ──► completed (output = text)
@@ -16,65 +18,43 @@ messages + tools ─► model ─► tool calls? ── no ──► completed (
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, cast
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 from toolrun.agent._boundary import (
-    TOO_MANY_CALLS,
-    CheckedCalls,
     OutputLimits,
-    TextCleaner,
-    audit_refused,
-    check_calls,
-    clean_response,
-    used_call_ids,
 )
 from toolrun.agent._compact import HistoryPolicy
 from toolrun.agent._decide import decide_events, kept
 from toolrun.agent._events import (
     AgentEvent,
-    ConfirmationRequired,
     RunFinished,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallProgress,
-    ToolCallStarted,
 )
 from toolrun.agent._extras import PromptSource, compose, visible_tools
 from toolrun.agent._planner import PlanError, answer_prompt, parse_plan, planner_prompt, repair_prompt
-from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode, RunStatus, ToolCallRecord
-from toolrun.approvals._decisions import Approve, Decision, Deny, check_decision, check_decisions
-from toolrun.exceptions import ToolrunError
+from toolrun.agent._requests import Stop, ask, ask_quietly, describe_failure
+from toolrun.agent._resume import abandon_run, bind_pending, pending_entry, resume_events
+from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode
+from toolrun.agent._turn import after_results, checked_calls, run_calls
+from toolrun.approvals._decisions import Approve, Decision, Deny
 from toolrun.models import (
     AssistantMessage,
-    FinalResponse,
     Message,
     Model,
     ModelRequest,
     ModelResponse,
     ModelSettings,
-    ModelTextDelta,
-    ProviderError,
-    StreamEvent,
     SystemMessage,
-    ToolResultMessage,
     UserMessage,
     infer_model,
 )
 from toolrun.registry import ToolRegistry, ToolSet
-from toolrun.results import ErrorCode, ToolResult
-from toolrun.runtime import ToolExecutor, _errors
-from toolrun.runtime._audit import canonical_json
-from toolrun.runtime._errors import new_error_id
-from toolrun.runtime._logging import REDACTED, log_exception
-from toolrun.store import NO_USER, PendingConfirmation, RunStore
+from toolrun.results import ToolResult
+from toolrun.runtime import ToolExecutor
+from toolrun.store import RunStore
 from toolrun.tools import Tool, ToolBudget, ToolCall, ToolContext
-from toolrun.tools._context import ProgressThrottle
 
 __all__ = ["Agent"]
 
@@ -105,26 +85,6 @@ class LoopExecutor(Protocol):
     async def deny(
         self, confirmation_id: str, context: ToolContext[Any], reason: str | None = None
     ) -> ToolResult: ...
-
-
-class _Stop(Exception):
-    """Internal: the run reached a limit while waiting on the model."""
-
-    def __init__(self, status: RunStatus, error: str) -> None:
-        self.status = status
-        self.error = error
-        self.code = RunErrorCode.LIMIT_REACHED
-
-
-class _Problem(str):
-    """Internal: why a resume is refused, in words, with its code."""
-
-    code: RunErrorCode
-
-    def __new__(cls, text: str, code: RunErrorCode) -> _Problem:
-        made = super().__new__(cls, text)
-        made.code = code
-        return made
 
 
 class Agent:
@@ -365,31 +325,7 @@ class Agent:
         Raises:
             ValueError: the run is not awaiting confirmation.
         """
-        if run.status != "awaiting_confirmation":
-            raise ValueError(
-                f"Only a run awaiting confirmation can be abandoned; this one is {run.status!r}."
-            )
-        ctx = self._context(run, context)
-        for pending in run.pending:
-            try:  # only a confirmation held in this run (the run's JSON could name any)
-                await self.executor.confirmations.withdraw(pending.confirmation_id, ctx)
-            except Exception as exc:  # it expires by itself; the run ends all the same
-                log_exception(logger, "agent run %s: could not withdraw a confirmation", exc, run.run_id)
-            result = _errors.fail(
-                pending.call.id,
-                pending.call.name,
-                ErrorCode.CONFIRMATION_EXPIRED,
-                f"The run ended before the user decided on {pending.call.name!r} ({reason}); it did not run.",
-                recover_action="Call the tool again if the user still wants this done.",
-                details={"reason": "run_ended"},
-            )
-            self._replace_result(run, pending.call.id, result)
-        results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
-        batch, run.batch, run.pending = run.batch, [], []
-        if run.mode == "native":
-            run.messages.extend(ToolResultMessage.from_result(results[c.id]) for c in batch)
-        run.status, run.error, run.error_code = "failed", reason, RunErrorCode.ABANDONED
-        return run
+        return await abandon_run(self, run, reason, context)
 
     def dump_run(self, run: AgentRun) -> str:
         """`run` as JSON text signed with this agent's executor key (see `load_run`).
@@ -417,7 +353,7 @@ class Agent:
         # are never interchangeable.
         return self.executor.hasher.digest(b"toolrun: AgentRun signing key, v1").encode()
 
-    async def _resume(
+    def _resume(
         self,
         run: AgentRun,
         approvals: Mapping[str, Decision],
@@ -425,158 +361,18 @@ class Agent:
         *,
         streaming: bool,
     ) -> AsyncIterator[AgentEvent]:
-        if run.status != "awaiting_confirmation":
-            raise ValueError(f"Only a run awaiting confirmation can resume; this one is {run.status!r}.")
-        check_decisions(approvals)
-        unknown = set(approvals) - {p.confirmation_id for p in run.pending}
-        if unknown:
-            raise ValueError(f"No pending confirmation with id(s) {sorted(unknown)} in run {run.run_id}.")
-        ctx = self._context(run, context)
-        # The confirmation store decides what runs, never the run's JSON: every pending entry must be the
-        # store's own record for this run, user and conversation, or nothing of this resume runs.
-        problem = await self._bind_pending(run, ctx)
-        if problem is not None:
-            run.status, run.error = "failed", str(problem)
-            # every other refusal: the run does not match its records
-            run.error_code = getattr(problem, "code", RunErrorCode.RUN_MISMATCH)
-            yield RunFinished(run=run)
-            return
-        for pending in run.pending:  # every edit is checked before anything is decided
-            decision = approvals.get(pending.confirmation_id)
-            if isinstance(decision, Approve) and decision.arguments is not None:
-                checked = await self._calls.preview_edit(pending.confirmation_id, ctx, decision.arguments)
-                if _lost_to_another_decision(checked):  # decided since the run was bound: see below
-                    _refuse_lost(run, pending.confirmation_id)
-                    yield RunFinished(run=run)
-                    return
-                if checked.error is not None:
-                    raise ValueError(
-                        f"The edited arguments for {pending.call.name!r} ({pending.confirmation_id}) were "
-                        f"refused, nothing ran: {checked.error.render()}"
-                    )
-        still_pending: list[PendingCall] = []
-        for pending in run.pending:
-            decision = approvals.get(pending.confirmation_id)
-            if decision is None:
-                still_pending.append(pending)
-                continue
-            decided = check_decision(pending.confirmation_id, decision)
-            if isinstance(decided, Approve):
-                result = await self._calls.approve(pending.confirmation_id, ctx, arguments=decided.arguments)
-            else:
-                result = await self._calls.deny(pending.confirmation_id, ctx, decided.reason)
-            if _lost_to_another_decision(result):
-                # The record was there when the run was bound and gone when it was consumed: another resume
-                # (a double click reaching two processes) decided it in between and owns the run from here.
-                _refuse_lost(run, pending.confirmation_id)
-                yield RunFinished(run=run)
-                return
-            result.call_id = pending.call.id
-            self._replace_result(run, pending.call.id, result)
-            yield ToolCallFinished(call=pending.call, result=result, step=run.steps)
-        run.pending = still_pending
-        if still_pending:
-            yield RunFinished(run=run)
-            return
-        results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
-        batch, run.batch = run.batch, []
-        run.status = "running"
-        self._after_results(run, batch, [results[c.id] for c in batch])
-        async for event in self._loop(run, ctx, streaming=streaming):
-            yield event
+        """The events of a resume (`_resume.resume_events`); `decide` and the DBOS workflow resume here."""
+        return resume_events(self, run, approvals, context, streaming=streaming)
 
     async def _bind_pending(self, run: AgentRun, ctx: ToolContext[Any]) -> str | None:
-        """Check every pending entry of `run` against the confirmation store and replace it with what the
-        store holds (call, summary, arguments); the reason for refusing the resume, or None."""
-        principal = ctx.user_id or NO_USER
-        records: list[PendingConfirmation] = []
-        for entry in run.pending:
-            cid = entry.confirmation_id
-            try:
-                record = await self.executor.confirmations.record(cid)
-            except Exception as exc:
-                error_id = new_error_id()
-                log_exception(
-                    logger,
-                    "agent run %s: the confirmation store failed (error_id=%s)",
-                    exc,
-                    run.run_id,
-                    error_id,
-                    redact=not self.executor.log_exception_messages,
-                )
-                return _Problem(
-                    f"The confirmation store could not be read (error id {error_id}); nothing was run.",
-                    RunErrorCode.STORE_UNAVAILABLE,
-                )
-            if record is None or record.user_id != principal:
-                return _Problem(
-                    f"Confirmation {cid!r} is unknown to this executor's confirmation store: it was already "
-                    "decided, or expired and was purged, or belongs to another user, or this process does "
-                    "not share the store of the process that paused the run (give every process the same "
-                    "confirmation store and hash_key). Nothing was run.",
-                    RunErrorCode.CONFIRMATION_UNKNOWN,
-                )
-            problem = self._record_mismatch(entry, record, run, ctx)
-            if problem is not None:
-                return f"Confirmation {cid!r} {problem}. Nothing of this resume was run."
-            records.append(record)
-        in_step = {r.call.id for r in run.tool_calls if r.step == run.steps}
-        batch = {c.id for c in run.batch}
-        ids = [p.confirmation_id for p in run.pending]
-        if (
-            not run.pending
-            or len(set(ids)) != len(ids)
-            or len({p.call.id for p in run.pending}) != len(ids)
-            or not batch <= in_step
-            or any(p.call.id not in batch for p in run.pending)
-        ):
-            return (
-                "The run's pending confirmations, its paused batch and its tool calls do not agree (the run "
-                "was changed after it paused). Nothing was run."
-            )
-        for entry, record in zip(run.pending, records, strict=True):
-            arguments = record.metadata.get("arguments")
-            entry.call = ToolCall(
-                id=str(record.call.get("id", "")),
-                name=str(record.call.get("name", "")),
-                arguments=record.call.get("arguments"),
-            )
-            entry.summary = record.summary
-            entry.arguments = dict(arguments) if isinstance(arguments, Mapping) else None
-            entry.preview = record.preview
-        return None
+        """Bind `run`'s pending entries to the confirmation store's records (`_resume.bind_pending`); the
+        reason for refusing the resume, or None. A hook: `DurableAgent` makes it a step."""
+        return await bind_pending(self, run, ctx)
 
-    def _record_mismatch(
-        self, entry: PendingCall, record: PendingConfirmation, run: AgentRun, ctx: ToolContext[Any]
-    ) -> str | None:
-        if record.run_id != run.run_id:
-            return "was not issued for this run"
-        if record.conversation_id is not None and record.conversation_id != ctx.conversation_id:
-            return "was issued in another conversation"
-        stored = record.call
-        shown = record.metadata.get("arguments")
-        if (
-            entry.call.id != stored.get("id")
-            or entry.call.name != stored.get("name")
-            or not _same_arguments(entry.call.arguments, stored.get("arguments"))
-            # What the person was shown counts too: a changed summary means they approved something else.
-            or entry.summary != record.summary
-            or entry.preview != record.preview
-            or (entry.arguments is not None and not _same_arguments(entry.arguments, shown))
-        ):
-            return "does not match the call in this run (the run was changed after it paused)"
-        tool = self.executor.registry.find(record.tool_name)
-        if tool is not None:
-            try:
-                digest = self.executor.hasher.arguments(tool.validate(stored.get("arguments")))
-            except Exception:  # the tool changed: approve() reports it to the model as the call's result
-                return None
-            if digest != record.arguments_hash:
-                return (
-                    "was bound to its arguments with another hash key, or the tool's parameters changed "
-                    "since it was issued (every process must share the executor's hash_key)"
-                )
-        return None
+    async def _pending_entry(self, run: AgentRun, call: ToolCall, result: ToolResult) -> PendingCall:
+        """The run's entry for a held call, as the confirmation store has it (`_resume.pending_entry`). A
+        hook: `DurableAgent` makes it a step."""
+        return await pending_entry(self, run, call, result)
 
     # ----------------------------------------------------------------------------------------------------
     # The loop
@@ -643,10 +439,10 @@ class Agent:
             else:
                 async for event in self._native_steps(run, ctx, streaming=streaming):
                     yield event
-        except _Stop as stop:
+        except Stop as stop:
             run.status, run.error, run.error_code = stop.status, stop.error, stop.code
         except Exception as exc:  # a provider failure, or a bug: the run ends readable, never half-raised
-            run.status, run.error = "failed", self._failure(run, exc)
+            run.status, run.error = "failed", describe_failure(self, run, exc)
             run.error_code = RunErrorCode.MODEL_FAILED
         yield RunFinished(run=run)
 
@@ -664,7 +460,7 @@ class Agent:
                 else:
                     yield event
             assert response is not None  # _ask always ends with the response
-            checked = self._check_calls(run, response.tool_calls)
+            checked = checked_calls(self, run, response.tool_calls)
             # The provider's own blocks go back to it only for a turn the boundary kept as it came.
             kept = None if checked.refused or checked.renamed else response.provider_data
             run.messages.append(
@@ -674,23 +470,23 @@ class Agent:
                 run.output = response.text
                 run.status = "completed"
                 return
-            async for event in self._run_calls(run, ctx, checked):
+            async for event in run_calls(self, run, ctx, checked):
                 yield event
 
     async def _planner_steps(
         self, run: AgentRun, ctx: ToolContext[Any], *, streaming: bool
     ) -> AsyncIterator[AgentEvent]:
         if run.plan is None:
-            response = await self._ask_quietly(
-                run, ctx, ModelRequest(self._sent(run), settings=self.settings)
+            response = await ask_quietly(
+                self, run, ctx, ModelRequest(self._sent(run), settings=self.settings)
             )
             run.messages.append(AssistantMessage(content=response.text))
             try:
                 plan = parse_plan(response.text)
             except PlanError as first:
                 run.messages.append(UserMessage(content=repair_prompt(str(first))))
-                response = await self._ask_quietly(
-                    run, ctx, ModelRequest(self._sent(run), settings=self.settings)
+                response = await ask_quietly(
+                    self, run, ctx, ModelRequest(self._sent(run), settings=self.settings)
                 )
                 run.messages.append(AssistantMessage(content=response.text))
                 try:
@@ -705,7 +501,7 @@ class Agent:
                 return
             if plan.tool_calls:
                 calls = [ToolCall(name=c.tool, arguments=c.args) for c in plan.tool_calls]
-                async for event in self._run_calls(run, ctx, self._check_calls(run, calls)):
+                async for event in run_calls(self, run, ctx, checked_calls(self, run, calls)):
                     yield event
                 if run.status != "running":
                     return
@@ -758,311 +554,13 @@ class Agent:
             cached = self._read_result_tools = (key, ToolRegistry([*tools.tools(), reader]))
         return cached[1]
 
-    def _check_limits(self, run: AgentRun, ctx: ToolContext[Any]) -> None:
-        if run.steps >= self.max_steps:
-            raise _Stop(
-                "max_steps", f"Stopped after {run.steps} model requests (max_steps={self.max_steps})."
-            )
-        if ctx.deadline is not None and time.time() >= ctx.deadline:
-            raise _Stop("deadline_exceeded", "The run's deadline passed before the answer.")
-        if self.max_tokens is not None and run.usage.total_tokens >= self.max_tokens:
-            raise _Stop(
-                "budget_exceeded", f"Spent {run.usage.total_tokens} tokens (max_tokens={self.max_tokens})."
-            )
-
-    async def _ask(
+    def _ask(
         self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest, *, streaming: bool
     ) -> AsyncIterator[AgentEvent | ModelResponse]:
-        """One model request (streamed or not); yields text deltas, then the response itself."""
-        if not streaming:
-            yield await self._ask_quietly(run, ctx, request)
-            return
-        self._check_limits(run, ctx)
-        run.steps += 1
-        response: ModelResponse | None = None
-        time_left = ctx.time_left
-        cleaner = TextCleaner()
-        room = self.output_limits.max_text_chars
-        try:
-            async with (
-                asyncio.timeout(time_left),
-                contextlib.aclosing(
-                    cast(AsyncGenerator[StreamEvent, None], self.model.stream(request))
-                ) as events,
-            ):
-                async for event in events:
-                    if isinstance(event, ModelTextDelta):
-                        text = cleaner.feed(event.text)[: max(room, 0)]
-                        room -= len(text)
-                        if text:
-                            yield TextDelta(text=text, step=run.steps)
-                    elif isinstance(event, FinalResponse):
-                        response = event.response
-        except TimeoutError:
-            raise _Stop(
-                "deadline_exceeded", "The run's deadline passed while the model was answering."
-            ) from None
-        if response is None:
-            raise RuntimeError("The model's stream ended without a final response.")
-        tail = cleaner.flush()[: max(room, 0)]
-        if tail:
-            yield TextDelta(text=tail, step=run.steps)
-        run.usage += response.usage
-        yield clean_response(response, self.output_limits)
-
-    async def _ask_quietly(
-        self, run: AgentRun, ctx: ToolContext[Any], request: ModelRequest
-    ) -> ModelResponse:
-        self._check_limits(run, ctx)
-        run.steps += 1
-        time_left = ctx.time_left
-        try:
-            if time_left is None:
-                response = await self.model.request(request)
-            else:
-                async with asyncio.timeout(time_left):
-                    response = await self.model.request(request)
-        except TimeoutError:
-            raise _Stop(
-                "deadline_exceeded", "The run's deadline passed while the model was answering."
-            ) from None
-        run.usage += response.usage
-        return clean_response(response, self.output_limits)
-
-    def _check_calls(self, run: AgentRun, calls: Sequence[ToolCall]) -> CheckedCalls:
-        """The model boundary for calls: unique safe ids, safe names, bounded arguments (`_boundary`)."""
-        tools, registry = self.tools, self.executor.registry
-        checked = check_calls(
-            calls,
-            used_ids=used_call_ids(run.messages),
-            known=lambda name: tools.find(name) is not None or registry.find(name) is not None,
-            suggest=tools.suggest,
-            limits=self.output_limits,
-        )
-        if checked.renamed:
-            logger.debug("agent run %s: call ids replaced: %s", run.run_id, checked.renamed)
-        return checked
-
-    async def _run_calls(
-        self, run: AgentRun, ctx: ToolContext[Any], checked: CheckedCalls
-    ) -> AsyncIterator[AgentEvent]:
-        step = run.steps
-        calls, refused = checked.calls, checked.refused
-        audit_refused(self.executor, checked, ctx)  # each refusal leaves its record, as the executor's do
-        for call in calls:
-            yield ToolCallStarted(call=call, step=step)
-        runnable = [c for c in calls if c.id not in refused]
-        progress: asyncio.Queue[ToolCallProgress] = asyncio.Queue()
-        throttles: list[ProgressThrottle] = []
-
-        def context_for(call: ToolCall) -> ToolContext[Any]:
-            outer = ctx.progress
-
-            async def report(
-                done: float, total: float | None, message: str | None, value: Any = None
-            ) -> None:
-                progress.put_nowait(
-                    ToolCallProgress(
-                        call=call, progress=done, total=total, message=message, step=step, partial=value
-                    )
-                )
-                if outer is not None:  # a transport above the agent listens too
-                    await outer(done, total, message)
-
-            async def report_partial(done: float, message: str | None, value: Any) -> None:
-                await report(done, None, message, value)
-
-            throttle = ProgressThrottle(report, interval=self.progress_interval, partial=report_partial)
-            throttles.append(throttle)
-            return ctx.evolve(progress=throttle)
-
-        work = asyncio.ensure_future(
-            self._calls.execute_many(
-                runnable, ctx, max_concurrency=self.max_concurrency, context_for=context_for
-            )
-        )
-        try:
-            while not work.done():
-                waiter = asyncio.ensure_future(progress.get())
-                await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                if waiter.done():
-                    yield waiter.result()
-                else:
-                    waiter.cancel()
-            for throttle in throttles:  # each call's last report, if it still waited for the rate
-                await throttle.aclose()
-            while not progress.empty():  # reported before the calls ended
-                yield progress.get_nowait()
-            ran = iter(work.result())
-            results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
-        finally:
-            for throttle in throttles:  # nothing more once the calls ended (timeouts, cancellation)
-                throttle.close()
-            if not work.done():
-                work.cancel()
-                await asyncio.wait({work})
-        pending: list[PendingCall] = []
-        for call, result in zip(calls, results, strict=True):
-            run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))
-            yield ToolCallFinished(call=call, result=result, step=step)
-            if result.status == "confirmation_required" and result.confirmation_id is not None:
-                entry = await self._pending_entry(run, call, result)
-                pending.append(entry)
-                yield ConfirmationRequired(
-                    confirmation_id=entry.confirmation_id,
-                    call=call,
-                    summary=entry.summary,
-                    preview=entry.preview,
-                )
-        if pending:
-            run.pending, run.batch = pending, list(calls)
-            run.status = "awaiting_confirmation"
-            return
-        self._after_results(run, calls, results)
-
-    async def _pending_entry(self, run: AgentRun, call: ToolCall, result: ToolResult) -> PendingCall:
-        """The run's entry for a held call: summary and full arguments as the confirmation store has them."""
-        cid = result.confirmation_id or ""
-        summary = result.message or f"run {call.name}"
-        arguments: dict[str, Any] | None = None
-        preview: str | None = None
-        try:
-            record = await self.executor.confirmations.record(cid)
-        except Exception as exc:  # resume() checks the store again, and refuses without it
-            log_exception(
-                logger,
-                "agent run %s: the confirmation store failed",
-                exc,
-                run.run_id,
-                redact=not self.executor.log_exception_messages,
-            )
-            record = None
-        if record is not None:
-            summary = record.summary
-            preview = record.preview
-            shown = record.metadata.get("arguments")
-            arguments = dict(shown) if isinstance(shown, Mapping) else None
-        return PendingCall(
-            confirmation_id=cid, call=call, summary=summary, arguments=arguments, preview=preview
-        )
+        """One model request (`_requests.ask`): text deltas, then the response. A hook: `DurableAgent`
+        delivers finished jobs' results into the request first."""
+        return ask(self, run, ctx, request, streaming=streaming)
 
     def _after_results(self, run: AgentRun, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
-        """Feed a turn's results back (native mode) and stop on a spent budget or a hopeless tool."""
-        if run.mode == "native":
-            run.messages.extend(ToolResultMessage.from_result(r) for r in results)
-        if any(
-            r.error is not None
-            and r.error.code == ErrorCode.BUDGET_EXCEEDED
-            and r.error.details.get("limit") != "tool"  # one tool's limit: the run goes on without it
-            for r in results
-        ):
-            run.status, run.error = "budget_exceeded", "The run's budget of tool calls is spent."
-            run.error_code = RunErrorCode.LIMIT_REACHED
-            return
-        for call in calls:
-            streak = 0
-            for record in reversed(run.tool_calls):
-                if record.call.name != call.name or _refused_unrun(record.result):
-                    continue
-                if record.result.status != "error":
-                    break
-                streak += 1
-            if streak >= self.max_tool_errors:
-                last = next(
-                    r
-                    for r in reversed(run.tool_calls)
-                    if r.call.name == call.name and not _refused_unrun(r.result)
-                ).result
-                code = last.error.code if last.error is not None else "?"
-                run.status = "failed"
-                run.error = (
-                    f"Tool {call.name!r} failed {streak} times in a row (last error {code}); "
-                    "stopping instead of retrying the same failing call."
-                )
-                run.error_code = RunErrorCode.TOOL_FAILING
-                return
-
-    def _failure(self, run: AgentRun, exc: Exception) -> str:
-        """Log a model or provider failure and describe it for `run.error` without its message.
-
-        Provider messages can carry secrets (an API key echoed in a 401) and user text, and `run.error`
-        travels to browsers and logs: like a tool's exception, the message is replaced by a marker and an
-        error id that finds the logged traceback (messages are logged only with the executor's
-        `log_exception_messages=True`). toolrun's own errors (a test script running out) keep theirs.
-        """
-        error_id = new_error_id()
-        log_exception(
-            logger,
-            "agent run %s failed: %s (error_id=%s)",
-            exc,
-            run.run_id,
-            type(exc).__name__,
-            error_id,
-            level=logging.WARNING,
-            redact=not self.executor.log_exception_messages,
-            one_line=True,
-        )
-        name = type(exc).__name__
-        if isinstance(exc, ToolrunError):
-            return f"{name}: {exc}"
-        if isinstance(exc, ProviderError):
-            where = ", ".join(
-                part
-                for part in (
-                    exc.provider or None,
-                    f"HTTP {exc.status_code}" if exc.status_code is not None else None,
-                )
-                if part
-            )
-            name += f" ({where})" if where else ""
-        return f"The model request failed: {name}: {REDACTED} (error id {error_id})."
-
-    @staticmethod
-    def _replace_result(run: AgentRun, call_id: str, result: ToolResult) -> None:
-        for record in reversed(run.tool_calls):
-            if record.call.id == call_id:
-                record.result = result
-                return
-
-
-def _refused_unrun(result: ToolResult) -> bool:
-    """A call the model boundary held back for the per-response limit (`TOO_MANY_CALLS`): the tool never
-    saw it, so it is no failure of the tool; the model reads the refusal and sends the call again
-    (docs/security.md)."""
-    error = result.error
-    return error is not None and error.code == TOO_MANY_CALLS
-
-
-def _lost_to_another_decision(result: ToolResult) -> bool:
-    """Whether approve/deny found no record of a confirmation that `_bind_pending` had just found: it was
-    consumed in between, by a concurrent decision on the same run."""
-    error = result.error
-    return error is not None and error.code == ErrorCode.CONFIRMATION_NOT_FOUND
-
-
-def _refuse_lost(run: AgentRun, confirmation_id: str) -> None:
-    """End a resume that another one overtook as a later replay ends: refused, with no model request and
-    nothing of the other resume's decision written into this run's history."""
-    run.status = "failed"
-    run.error = (
-        f"Confirmation {confirmation_id!r} was decided by another resume of this run at the same moment; "
-        "that resume carries the run on. Nothing more of this resume ran."
-    )
-    run.error_code = RunErrorCode.DECIDED_ELSEWHERE
-
-
-def _same_arguments(a: Any, b: Any) -> bool:
-    """Whether two raw arguments (JSON text or decoded objects) say the same thing, exactly."""
-
-    def decoded(value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except ValueError:
-                return value
-        return dict(value) if isinstance(value, Mapping) else value
-
-    try:
-        return canonical_json(decoded(a)) == canonical_json(decoded(b))
-    except Exception:
-        return False
+        """Feed a turn's results back; stop on a spent budget or a hopeless tool (`_turn.after_results`)."""
+        after_results(self, run, calls, results)

@@ -56,6 +56,7 @@ __all__ = [
     "audit_refused",
     "check_calls",
     "clean_response",
+    "refused_unrun",
     "used_call_ids",
 ]
 
@@ -263,3 +264,11 @@ def audit_refused(executor: ToolExecutor, checked: CheckedCalls, ctx: ToolContex
     refused = checked.refused
     if refused:
         executor.audit_refusals((refused[c.id] for c in checked.calls if c.id in refused), ctx)
+
+
+def refused_unrun(result: ToolResult) -> bool:
+    """A call the model boundary held back for the per-response limit (`TOO_MANY_CALLS`): the tool never
+    saw it, so it is no failure of the tool; the model reads the refusal and sends the call again
+    (docs/security.md)."""
+    error = result.error
+    return error is not None and error.code == TOO_MANY_CALLS
