@@ -93,18 +93,17 @@ def test_the_json_form_of_a_decision_and_back(decision: Any, wire: Any) -> None:
 @pytest.mark.parametrize(
     ("decision", "problem"),
     [
-        ("yes", "must be True (approve)"),
-        (Approve(arguments=["a"]), "edited arguments that are not a JSON object"),  # type: ignore[arg-type]
-        (Approve(arguments={"when": object()}), "edited arguments that are not JSON data"),
-        (Deny(reason=5), "a reason that is not text"),  # type: ignore[arg-type]
+        ("yes", "must be True (approve) or False (deny) (or Approve(...) / Deny(...)), not str 'yes'"),
+        (Approve(arguments=["a"]), "has edited arguments that are not a JSON object"),  # type: ignore[arg-type]
+        (Approve(arguments={"when": object()}), "has edited arguments that are not JSON data"),
+        (Deny(reason=5), "has a reason that is not text"),  # type: ignore[arg-type]
     ],
 )
 def test_what_has_no_json_form_is_refused_before_anything_is_sent(decision: Any, problem: str) -> None:
     with pytest.raises(InvalidDecisionError) as info:
         encode_decision("conf_9", decision)
-    assert str(info.value).startswith("The decision for confirmation 'conf_9' ") and problem in str(
-        info.value
-    )
+    assert str(info.value) == f"The decision for confirmation 'conf_9' {problem}. Nothing was run."
+    assert info.value.confirmation_id == "conf_9"
 
 
 @pytest.mark.parametrize(
