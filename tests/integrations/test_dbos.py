@@ -279,6 +279,42 @@ async def test_the_agent_keeps_the_executor_it_was_given(dbos_db: None) -> None:
     assert "toolrun.tool:add_note" in steps
 
 
+async def test_stop_cancels_the_workflow_and_the_call_in_flight(dbos_db: None) -> None:
+    """`DurableAgent.stop(run_id)`: DBOS cancels the workflow (no step starts again) and the tool call in
+    flight here is cancelled; the model is not asked again. An unknown run is a KeyError."""
+    import asyncio
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+    registry = ToolRegistry()
+
+    @registry.register
+    @tool
+    async def slow_report(topic: str) -> str:
+        """Write a long report."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    model = ScriptedModel([ToolCall(id="s1", name="slow_report", arguments={"topic": "x"}), "Done."])
+    agent = DurableAgent(model, registry, name="stopper")
+    try:
+        run_id = await agent.start("report", context=ToolContext(user_id="u"))
+        await asyncio.wait_for(started.wait(), 20)
+        assert await agent.stop(run_id) is True
+        await asyncio.wait_for(cancelled.wait(), 10)
+        status = await DBOS.get_workflow_status_async(run_id)
+        assert status is not None and status.status == "CANCELLED"
+        assert len(model.requests) == 1  # the model was not asked about the cancelled call
+        with pytest.raises(KeyError):
+            await agent.stop("run_nope")
+    finally:
+        agent.release()
+
+
 def test_planner_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="native"):
         DurableAgent(ScriptedModel(["x"]), ToolRegistry(), name="p", mode="planner")
@@ -434,7 +470,10 @@ async def test_a_failing_model_request_fails_the_run_readably(dbos_db: None) -> 
     agent = DurableAgent(
         ScriptedModel([ProviderUnavailableError("down", provider="x")]), ToolRegistry(), name="f"
     )
-    run = await agent.run("hi")
+    try:
+        run = await agent.run("hi")
+    finally:
+        agent.release()  # the name is free for the other parameter's agent, whatever the collector does
     assert run.status == "failed"
     assert run.error is not None
     assert "ProviderUnavailableError" in run.error

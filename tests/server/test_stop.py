@@ -214,3 +214,33 @@ async def test_a_stop_that_reaches_another_process_stops_the_run(tmp_path: Path)
             end = (await _until(handle, "RunFinished"))[-1]
             assert end.response["status"] == "stopped"
             await _stored_history_ok(service, handle.conversation_id)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_a_stop_of_a_durable_run_cancels_its_workflow_and_its_tool(tmp_path: Path) -> None:
+    """`TOOLRUN_DURABLE=dbos`: the run's loop is a DBOS workflow beside the task that follows it. A stop
+    cancels the workflow (no step of it starts again, here or on recovery) and the tool call in flight;
+    the turn ends stopped, and the model is never asked about the cancelled call."""
+    from dbos import DBOS
+
+    world = World()
+    model, slow = build(world)
+    async for service in make_service(
+        sqlite_settings(tmp_path, durable="dbos"), model=model, extra_tools=[slow]
+    ):
+        alice = await _principal(service, service.alice)
+        handle = await service.state.chat.start_message(alice, "report on sales")
+        await asyncio.wait_for(world.tool_started.wait(), 20)
+        r = await service.alice.http.post(f"/api/v1/conversations/{handle.conversation_id}/stop")
+        assert r.status_code == 202, r.text
+        events = await _until(handle, "RunFinished")
+        assert events[-1].response["status"] == "stopped"
+        await asyncio.wait_for(world.tool_cancelled.wait(), 10)  # the call in flight was cancelled
+        async with asyncio.timeout(10):  # the workflow is cancelled, not waiting or running on
+            while await DBOS.list_workflows_async(status=["PENDING", "ENQUEUED"]):
+                await asyncio.sleep(0.05)
+        assert [w.status for w in await DBOS.list_workflows_async()] == ["CANCELLED"]
+        assert len(world.requests) == 1  # the model was never asked about the cancelled call
+        nxt = await service.alice.chat("hello again", handle.conversation_id)
+        assert nxt["status"] == "completed" and nxt["output"] == "You said: hello again"

@@ -36,6 +36,7 @@ __all__ = [
     "release",
     "restore_context",
     "run_workflow",
+    "running_task",
     "until_finished",
 ]
 
@@ -51,6 +52,9 @@ _AGENTS: dict[str, DurableAgent] = {}
 """The agents of this process by name: the workflow named after one runs its runs (see `claim`)."""
 _LISTENERS: dict[str, list[asyncio.Queue[AgentEvent]]] = {}
 """The queues of this process's listeners, by run id."""
+_RUNNING: dict[str, tuple[str, asyncio.Task[Any]]] = {}
+"""The tasks of the workflows this process runs now, by run id and by the trace id they were started with
+(`stop` cancels the one in flight)."""
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -152,6 +156,27 @@ async def run_workflow(agent: DurableAgent, payload: dict[str, Any], read: ReadD
     run = AgentRun.from_dict(payload["run"])
     run.run_id = DBOS.workflow_id or run.run_id
     ctx = restore_context(payload["context"], agent.deps)
+    task = asyncio.current_task()
+    keys = [k for k in (run.run_id, ctx.trace_id) if k]
+    if task is not None:
+        _RUNNING.update(dict.fromkeys(keys, (run.run_id, task)))
+    try:
+        return await _run(agent, run, ctx, payload, read)
+    finally:
+        for key in keys:
+            if _RUNNING.get(key, (None, None))[1] is task:
+                del _RUNNING[key]
+
+
+def running_task(run_id: str) -> tuple[str, asyncio.Task[Any]] | None:
+    """The run this process runs now under `run_id` (its workflow id, or the trace id it was started
+    with): `(workflow id, task)`, or None."""
+    return _RUNNING.get(run_id)
+
+
+async def _run(
+    agent: DurableAgent, run: AgentRun, ctx: ToolContext[Any], payload: dict[str, Any], read: ReadDecisions
+) -> dict[str, Any]:
     streaming = bool(payload.get("streaming"))
     seq = 1
     await _publish_state(agent, seq, run, ctx, agent._events(run, ctx, streaming=streaming))

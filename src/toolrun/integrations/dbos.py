@@ -48,6 +48,7 @@ from toolrun.integrations._dbos_workflow import (
     listening,
     release,
     run_workflow,
+    running_task,
     until_finished,
 )
 from toolrun.models import Message, Model, ModelRequest, ModelResponse
@@ -337,6 +338,23 @@ class DurableAgent(Agent):
         }
         await DBOS.send_async(run_id, decision, DECISION)
         return seq
+
+    async def stop(self, run_id: str) -> bool:
+        """Stop a run: DBOS cancels its workflow, so no step of it starts again (here, in another process,
+        or on recovery), and when this process runs it the step in flight is cancelled too (a tool call
+        under the executor's rules for a cancelled call, a model request closed). `run_id` is the run's
+        id, or the trace id (`ToolContext.trace_id`) it was started with. Returns whether it was running
+        in this process.
+        """
+        here = running_task(run_id)
+        if here is None:
+            if await DBOS.get_workflow_status_async(run_id) is None:
+                raise KeyError(f"No durable run {run_id!r}.")
+            await DBOS.cancel_workflow_async(run_id)
+            return False
+        await DBOS.cancel_workflow_async(here[0])
+        here[1].cancel()
+        return True
 
     def release(self) -> None:
         """Give up this agent's name in the process (its runs are no longer recovered here), so that a new

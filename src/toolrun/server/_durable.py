@@ -65,6 +65,8 @@ class DurableRuntime:
 
     def bind(self, service: ChatService) -> None:
         self.service = service
+        if self._agent is not None:
+            service.stop_agent_run = self._agent.stop  # a stop cancels the run's workflow too
 
     def start(self) -> None:
         """Launch DBOS (from inside the app's event loop: recovered runs run on it) and the lease."""

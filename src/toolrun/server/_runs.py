@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,8 @@ from toolrun.store import ConfirmationStore
 from toolrun.tools import ToolContext
 
 __all__ = ["Job", "RunDriver"]
+
+logger = logging.getLogger("toolrun.server")
 
 _LOST = (
     "This run lost its conversation (it was deleted, or taken over after this server missed its "
@@ -161,6 +164,9 @@ class RunDriver:
         self.leases = Leases(engine, seconds=lease_seconds)
         self._tasks: set[asyncio.Task[None]] = set()
         self._stops: dict[str, Callable[[], None]] = {}
+        self.stop_agent_run: Callable[[str], Awaitable[object]] | None = None
+        """Stops what the agent runs outside the run's own task (a durable run's workflow), by the run's
+        id; called when a stop ends a run (`TOOLRUN_DURABLE=dbos` sets it)."""
 
     @property
     def model_info(self) -> dict[str, Any]:
@@ -365,6 +371,13 @@ class RunDriver:
 
     async def _end_stopped(self, job: Job, handle: RunHandle, decided: Sequence[str]) -> None:
         run_id = job.run_id
+        if self.stop_agent_run is not None:
+            try:  # a durable run's workflow: no step of it starts again, and the one in flight is cancelled
+                await self.stop_agent_run(run_id)
+            except Exception as exc:  # the run still ends stopped here; say why its workflow may go on
+                logger.warning(
+                    json.dumps({"event": "agent_stop_failed", "run_id": run_id, "error": type(exc).__name__})
+                )
         for call in job.trace.unfinished():  # each card says what became of its call
             handle._put(
                 ToolCallFinished(
