@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.common.exceptions import (
+    NoAlertPresentException,
+    StaleElementReferenceException,
+    TimeoutException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -38,8 +42,12 @@ class Page:
             shutil.copyfile(path, DOCS_IMAGES / path.name)
 
     def wait(self, what: Callable[[WebDriver], Any], message: str, timeout: float = 15) -> Any:
+        # An element the page re-rendered between finding it and reading it is read again on the next poll.
+        waiting = WebDriverWait(
+            self.driver, timeout, poll_frequency=0.1, ignored_exceptions=[StaleElementReferenceException]
+        )
         try:
-            return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(what, message)
+            return waiting.until(what, message)
         except TimeoutException:
             self.shot("timeout")
             raise
@@ -48,7 +56,10 @@ class Page:
         return self.driver.execute_script(script, *args)
 
     def send(self, text: str) -> None:
-        box = self.driver.find_element(By.ID, "message")
+        box = self.wait(  # the composer takes input once the page has loaded (a busy machine is slow to)
+            lambda d: (e := d.find_element(By.ID, "message")).is_displayed() and e.is_enabled() and e,
+            "the message box to take input",
+        )
         box.clear()
         box.send_keys(text)
         box.send_keys(Keys.ENTER)  # Enter sends
