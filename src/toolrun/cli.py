@@ -285,10 +285,11 @@ async def fetch_toolsets(registry: Any, toolsets: Sequence[Any], *, close: bool 
         for toolset in toolsets:
             try:
                 await toolset.register(registry)
-            except Exception as exc:
+            except Exception as exc:  # a name clash is said as itself; a connection asks about the server
+                hint = ": is its server running?" if isinstance(exc, OSError) else ""
                 raise TargetError(
                     f"Could not fetch the tools of {_toolset_name(toolset)} ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else 'no message'}): is its server running?"
+                    f"{str(exc).splitlines()[0] if str(exc) else 'no message'}){hint}"
                 ) from None
     except BaseException:
         await close_toolsets(toolsets)
