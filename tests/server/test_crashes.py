@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from toolrun.server._db import create_engine
 from toolrun.server._users import UserStore
 from toolrun.server.migrate import upgrade
 
-from .conftest import Client, make_service, sqlite_settings
+from .conftest import POSTGRES_ADMIN_URL, Client, _admin, make_service, sqlite_settings
 
 pytestmark = pytest.mark.slow
 
@@ -93,8 +94,8 @@ async def _client(url: str, token: str) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-async def _setup(tmp_path: Path) -> tuple[str, str]:
-    db = f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
+async def _setup(tmp_path: Path, db: str | None = None) -> tuple[str, str]:
+    db = db or f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
     await upgrade(db)
     engine = create_engine(db)
     try:
@@ -166,11 +167,27 @@ async def test_sigkill_while_a_run_works_frees_the_conversation_in_seconds_and_k
     assert statuses == ["completed", "interrupted", "completed"]
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def fresh_db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A new, empty database: a SQLite file, or a PostgreSQL database of its own (dropped at the end)."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path}/toolrun.db"
+        return
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    await _admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield sa.make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.mark.timeout(150)
-async def test_after_a_sigkill_a_restart_on_this_host_takes_the_conversation_at_once(tmp_path: Path) -> None:
+async def test_after_a_sigkill_a_restart_on_this_host_takes_the_conversation_at_once(
+    tmp_path: Path, fresh_db: str
+) -> None:
     """A lease far longer than the test (600 s): the restarted process sees that the process holding the
     conversation is gone (`lease_holder`), shows its run interrupted and takes the next message at once."""
-    db, token = await _setup(tmp_path)
+    db, token = await _setup(tmp_path, fresh_db)
     first = CrashServer(tmp_path, db, lease=600)
     try:
         async with _client(first.url, token) as http:
