@@ -346,9 +346,12 @@ def test_serve_says_in_one_line_when_the_port_is_taken(env: Path, monkeypatch: p
 class Terminal:
     """`toolrun ...` in a pseudo-terminal `columns` wide: what a person sees, typed into like a person."""
 
-    def __init__(self, args: list[str], columns: int = 60, *, controlling: bool = False) -> None:
+    def __init__(
+        self, args: list[str], columns: int = 60, *, controlling: bool = False, code: str | None = None
+    ) -> None:
         """`controlling`: the pseudo-terminal is the process's controlling terminal (its own session), so
-        Ctrl-C typed into it is a SIGINT, as in a person's terminal."""
+        Ctrl-C typed into it is a SIGINT, as in a person's terminal. `code`: the Python run instead of the
+        CLI."""
         import fcntl
         import os
         import pty
@@ -360,7 +363,7 @@ class Terminal:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
         env = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns)}
-        code = "from toolrun.cli import main; main()"
+        code = code or "from toolrun.cli import main; main()"
         if controlling:
             code = "import os, fcntl, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); " + code
         self.proc = subprocess.Popen(
@@ -522,6 +525,41 @@ def test_approvals_add_takes_only_what_the_http_api_takes(env: Path) -> None:
     )
     assert stray.exit_code == 2 and "takes no argument(s) ['colour']" in stray.output
     assert "rule_" not in runner.invoke(app, ["approvals", "list", "alice"]).output  # nothing was stored
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_ctrl_c_that_another_thread_catches_still_clears_the_prompt() -> None:
+    """A SIGINT that the reading thread does not receive in its read: here the kernel gives it to another
+    thread (the main thread blocks it), as it can when the signal lands just before the read begins or
+    while the thread is busy. The prompt raises it all the same; CI once hung at `you> ^C` for this."""
+    script = (
+        "import signal, threading\n"
+        "from rich.console import Console\n"
+        "from toolrun._chat_cli import _read_line\n"
+        "threading.Thread(target=threading.Event().wait, daemon=True).start()  # takes the signal\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # never interrupts this thread's read\n"
+        "console = Console()\n"
+        "try:\n"
+        "    _read_line(console)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+        "print('line:', _read_line(console))\n"
+    )
+    term = Terminal([], controlling=True, code=f"exec({script!r})")
+    try:
+        term.expect("you>", timeout=20)
+        term.type("half a line", end="\x03")
+        term.expect("interrupted", timeout=20)
+        term.expect("you>", timeout=20)
+        term.type("the next line")
+        term.expect("line: the next line", timeout=20)
+        code = term.close()
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.proc.wait()
+    assert code == 0, term.seen
 
 
 @pytest.mark.slow

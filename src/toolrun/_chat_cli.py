@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import select
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -30,6 +33,9 @@ __all__ = ["iter_sse", "run_chat"]
 
 _QUIT = ("exit", "quit", "/exit", "/quit")
 _CONNECT_TIMEOUT = 10.0
+_PROMPT = "[bold]you>[/bold] "
+_WAKE = 0.2
+"""Seconds the prompt waits for a line before it runs pending signal handlers (see `_wait_for_line`)."""
 
 
 class _ConnectionLost(Exception):
@@ -173,12 +179,30 @@ def _read_line(console: Console) -> str:
     """The person's next line. Ctrl-C raises KeyboardInterrupt here, at the prompt: asyncio.run's own SIGINT
     handler would only cancel the chat once a line came in (dropping that line and exiting 130)."""
     if threading.current_thread() is not threading.main_thread():
-        return console.input("[bold]you>[/bold] ")
+        return console.input(_PROMPT)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return console.input("[bold]you>[/bold] ")
+        console.print(_PROMPT, end="")
+        _wait_for_line()
+        return input()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _wait_for_line() -> None:
+    """On a terminal, return once a whole line (or Ctrl-D) waits to be read, waking every `_WAKE` seconds.
+
+    A SIGINT interrupts the read only when the reading thread receives it in its read; one that lands just
+    before the read begins, or that the kernel gives to another thread, would otherwise wait for Enter
+    (the screen stuck at `you> ^C`). Each wake runs Python's pending handlers, so it is raised here."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a test's stream, or closed
+        return
+    if os.name != "posix" or not os.isatty(fd):
+        return
+    while not select.select([fd], [], [], _WAKE)[0]:
+        pass
 
 
 async def _session(
