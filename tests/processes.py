@@ -14,9 +14,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-POSTGRES_ADMIN_URL = os.environ.get(
-    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
+from servers import POSTGRES_URL as POSTGRES_ADMIN_URL
 
 
 def free_port() -> int:

@@ -10,7 +10,6 @@ later replay does (docs/agent-resume.md) — no model request, its run's history
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,15 +17,13 @@ from typing import Any
 
 import pytest
 
+from servers import POSTGRES_URL
 from toolrun import Agent, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolrun.agent import AgentRun, Approve, Deny
 from toolrun.models import ScriptedModel
 from toolrun.store import PendingConfirmation
 from toolrun.store.sql import SQLConfirmationStore
 
-POSTGRES_URL = os.environ.get(
-    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
 HASH_KEY = b"concurrent-resume-test-key-0123456"
 CTX = ToolContext(user_id="u1")
 SCRIPT: list[Any] = [ToolCall(id="d1", name="delete_task", arguments={"task_id": "t1"}), "Done with t1."]

@@ -8,7 +8,6 @@ app do. The tool counts its runs; every refusal is matched by its code.
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from servers import POSTGRES_URL, REDIS_URL
 from toolrun import Agent, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolrun.agent import (
     AgentRun,
@@ -34,10 +34,6 @@ from toolrun.store import InMemoryConfirmationStore, InMemoryRunStore
 from toolrun.store.redis import create_redis_stores
 from toolrun.store.sql import SQLStores, create_sql_stores
 
-POSTGRES_URL = os.environ.get(
-    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
-REDIS_URL = os.environ.get("TOOLRUN_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 HASH_KEY = b"decide-test-key-0123456789abcdef"
 U1, U2 = ToolContext(user_id="u1"), ToolContext(user_id="u2")
 

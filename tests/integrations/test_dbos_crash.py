@@ -25,12 +25,13 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from servers import POSTGRES_URL as POSTGRES
+
 from ._dbos_worker import SCENARIOS, counts, create_tables
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 WORKER = Path(__file__).with_name("_dbos_worker.py")
-POSTGRES = os.environ.get("TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 POSTGRES_DBOS = os.environ.get("TOOLRUN_TEST_DBOS_URL", "postgresql://postgres@127.0.0.1:5432/test_dbos")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from servers import POSTGRES_URL
 from toolrun.runtime import ProcessIsolation
 
 from ._localhttp import LocalHTTP
@@ -20,10 +20,6 @@ from ._tools import SSL, Env
 
 DOORS = 5
 """How many door tests share the worker processes (`test_doors.py`)."""
-
-POSTGRES_URL = os.environ.get(
-    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -17,13 +16,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from servers import POSTGRES_URL as POSTGRES_ADMIN_URL
+from servers import REDIS_URL
 from toolrun.server import Settings, create_app
 from toolrun.server.migrate import upgrade
-
-POSTGRES_ADMIN_URL = os.environ.get(
-    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
-REDIS_URL = os.environ.get("TOOLRUN_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 def sqlite_settings(tmp_path: Path, **overrides: Any) -> Settings:

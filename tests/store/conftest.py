@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import pytest
 from redis.asyncio import Redis
 from sqlalchemy import text
 
+from servers import POSTGRES_URL, REDIS_URL
 from toolrun.store import (
     CacheStore,
     ConfirmationStore,
@@ -30,11 +30,6 @@ from toolrun.store import (
 )
 from toolrun.store.redis import RedisStores, create_redis_stores
 from toolrun.store.sql import SQLStores, create_sql_stores
-
-POSTGRES_URL = os.environ.get(
-    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
-REDIS_URL = os.environ.get("TOOLRUN_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 _HOW_TO_START = {
     "postgresql": (

@@ -66,6 +66,10 @@ class _RedisStore:
         self.client, self._owns_client = _client(client, client_options)
         self.key_prefix = key_prefix
         """The prefix of every key this store writes."""
+        self._register_scripts()
+
+    def _register_scripts(self) -> None:
+        """Register this store's Lua scripts with the client (the constructor calls it last)."""
 
     async def _delete_matching(self, pattern: str) -> None:
         # SCAN in small steps (never KEYS, which blocks the server), UNLINK frees memory off the main thread.

@@ -90,6 +90,8 @@ class RedisConfirmationStore(_RedisStore):
         super().__init__(client, key_prefix=key_prefix, client_options=client_options)
         self.keep_expired = keep_expired
         self._clock = clock
+
+    def _register_scripts(self) -> None:
         self._add = self.client.register_script(_ADD)
         self._consume = self.client.register_script(_CONSUME)
         self._purge = self.client.register_script(_PURGE)

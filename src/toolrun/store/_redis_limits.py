@@ -7,13 +7,9 @@ token comes back; a full bucket and a cache entry both carry a TTL (see `toolrun
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
-
-from redis.asyncio import Redis
 
 from toolrun.store._protocols import RateLimitDecision
-from toolrun.store._redis_base import DEFAULT_KEY_PREFIX, _call, _glob_escape, _RedisStore
+from toolrun.store._redis_base import _call, _glob_escape, _RedisStore
 
 # KEYS: bucket. ARGV: capacity, rate (tokens per second), cost. Returns {allowed 0/1, tokens left}.
 # Floats go back as strings: Redis turns a Lua number reply into an integer.
@@ -56,14 +52,7 @@ class RedisRateLimitStore(_RedisStore):
             `client` is a URL (`max_connections`, default 50; `timeout`, default 20 s).
     """
 
-    def __init__(
-        self,
-        client: Redis | str,
-        *,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
-        client_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(client, key_prefix=key_prefix, client_options=client_options)
+    def _register_scripts(self) -> None:
         self._acquire = self.client.register_script(_ACQUIRE)
 
     async def acquire(self, key: str, *, limit: int, period: float, cost: float = 1.0) -> RateLimitDecision:

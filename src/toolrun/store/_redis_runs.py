@@ -10,10 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from redis.asyncio import Redis
-
 from toolrun.store._protocols import PausedRun
-from toolrun.store._redis_base import DEFAULT_KEY_PREFIX, _call, _RedisStore
+from toolrun.store._redis_base import _call, _RedisStore
 
 # Paused runs. Keys of other runs' confirmations are built from the prefix (ARGV[1]), as the confirmation
 # store's _PURGE does.
@@ -111,14 +109,7 @@ class RedisRunStore(_RedisStore):
             `client` is a URL.
     """
 
-    def __init__(
-        self,
-        client: Redis | str,
-        *,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
-        client_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(client, key_prefix=key_prefix, client_options=client_options)
+    def _register_scripts(self) -> None:
         self._save = self.client.register_script(_RUN_SAVE)
         self._claim = self.client.register_script(_RUN_CLAIM)
         self._release = self.client.register_script(_RUN_RELEASE)

@@ -44,6 +44,11 @@ class SQLArtifactStore(_SQLStore):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+        self._purge_every = purge_every
+        self._puts = 0
+        self._clock = clock
+
+    def _define_tables(self) -> None:
         name = f"{self.table_prefix}artifacts"
         self.table = sa.Table(
             name,
@@ -58,9 +63,6 @@ class SQLArtifactStore(_SQLStore):
             sa.Column("expires_at", sa.Double(), nullable=False),
             sa.Index(f"{name}_expiry", "expires_at"),
         )
-        self._purge_every = purge_every
-        self._puts = 0
-        self._clock = clock
 
     async def put(self, artifact: Artifact) -> None:
         """Keep `artifact` (an id already present is replaced)."""

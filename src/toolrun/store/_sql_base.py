@@ -73,7 +73,13 @@ def _make_engine(url: str, options: Mapping[str, Any] | None) -> AsyncEngine:
 
 
 class _SQLStore:
-    """What the SQL stores share: the engine, its dialect, their tables, create/drop, close."""
+    """What the SQL stores share: the engine, its dialect, their tables, create/drop, close.
+
+    A store defines its tables in `_define_tables`, which the constructor calls last.
+    """
+
+    table: sa.Table
+    """This store's table (its first, where it has more)."""
 
     def __init__(
         self,
@@ -105,6 +111,11 @@ class _SQLStore:
         # Single statements run in autocommit: atomic by themselves, and one round trip (no BEGIN/COMMIT).
         self._auto = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._now: sa.ColumnElement[float] = sa.literal_column(_NOW[self._dialect], sa.Double())
+        self._define_tables()
+
+    def _define_tables(self) -> None:
+        """Define this store's tables in `self.metadata`, named with `self.table_prefix`; set `self.table`."""
+        raise NotImplementedError
 
     def _insert(self, table: sa.Table) -> Any:
         # The dialect's own INSERT: both spell ON CONFLICT the same way in SQLAlchemy.

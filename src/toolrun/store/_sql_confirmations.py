@@ -39,14 +39,7 @@ class SQLConfirmationStore(_SQLStore):
         engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
     """
 
-    def __init__(
-        self,
-        engine: AsyncEngine | str,
-        *,
-        table_prefix: str = DEFAULT_TABLE_PREFIX,
-        engine_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+    def _define_tables(self) -> None:
         name = f"{self.table_prefix}confirmations"
         self.table = sa.Table(
             name,
@@ -205,8 +198,10 @@ class SQLApprovalRuleStore(_SQLStore):
         max_rules_per_user: int = 200,
     ) -> None:
         super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
-        name = f"{self.table_prefix}approval_rules"
         self.max_rules_per_user = max_rules_per_user
+
+    def _define_tables(self) -> None:
+        name = f"{self.table_prefix}approval_rules"
         self.table = sa.Table(
             name,
             self.metadata,

@@ -7,14 +7,10 @@ upsert that refills and takes in SQL (the argument is in `toolrun.store.sql`'s d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.store._protocols import RateLimitDecision
-from toolrun.store._sql_base import DEFAULT_TABLE_PREFIX, _SQLStore
+from toolrun.store._sql_base import _SQLStore
 
 
 class SQLRateLimitStore(_SQLStore):
@@ -31,14 +27,7 @@ class SQLRateLimitStore(_SQLStore):
         engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
     """
 
-    def __init__(
-        self,
-        engine: AsyncEngine | str,
-        *,
-        table_prefix: str = DEFAULT_TABLE_PREFIX,
-        engine_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+    def _define_tables(self) -> None:
         name = f"{self.table_prefix}rate_limits"
         self.table = sa.Table(
             name,
@@ -134,14 +123,7 @@ class SQLCache(_SQLStore):
         engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
     """
 
-    def __init__(
-        self,
-        engine: AsyncEngine | str,
-        *,
-        table_prefix: str = DEFAULT_TABLE_PREFIX,
-        engine_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+    def _define_tables(self) -> None:
         name = f"{self.table_prefix}cache"
         self.table = sa.Table(
             name,

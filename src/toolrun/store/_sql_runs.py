@@ -8,14 +8,11 @@ one transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from toolrun.store._protocols import PausedRun
-from toolrun.store._sql_base import DEFAULT_TABLE_PREFIX, _SQLStore
+from toolrun.store._sql_base import _SQLStore
 
 
 class SQLRunStore(_SQLStore):
@@ -32,14 +29,7 @@ class SQLRunStore(_SQLStore):
         engine_options: Keyword arguments for `create_async_engine` when `engine` is a URL.
     """
 
-    def __init__(
-        self,
-        engine: AsyncEngine | str,
-        *,
-        table_prefix: str = DEFAULT_TABLE_PREFIX,
-        engine_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(engine, table_prefix=table_prefix, engine_options=engine_options)
+    def _define_tables(self) -> None:
         name = f"{self.table_prefix}paused_runs"
         self.table = sa.Table(
             name,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -17,13 +16,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from servers import POSTGRES_URL as POSTGRES_ADMIN_URL
 from toolrun import ToolCall, ToolContext, ToolExecutor, ToolRegistry
 from toolrun.apps.tasks import GitHubClient, TaskStore, task_tools
 from toolrun.server.migrate import upgrade
-
-POSTGRES_ADMIN_URL = os.environ.get(
-    "TOOLRUN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
 
 ALICE = ToolContext(user_id="alice")
 BOB = ToolContext(user_id="bob")
