@@ -30,8 +30,7 @@ DatabaseUrl = Annotated[str | None, typer.Option(help="Overrides TOOLRUN_DATABAS
 def _registry() -> Any:
     """The tools of the App served (`--app` / `TOOLRUN_APP`, default the task assistant), for checking a new
     rule (definitions only: nothing connects to the engine)."""
-    from toolrun.cli import app_registry
-    from toolrun.mcp._cli import TargetError
+    from toolrun._cli_tools import TargetError, app_registry
 
     try:
         return app_registry(connect=False)

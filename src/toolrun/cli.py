@@ -17,12 +17,10 @@ Exit codes: 0 success, 1 failure, 2 usage error.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import os
 import sys
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -41,6 +39,7 @@ from toolrun._cli_shared import (
 )
 from toolrun._cli_shared import fail as _fail
 from toolrun._cli_shared import with_users as _with_users
+from toolrun._cli_tools import TargetError, app_registry
 from toolrun.mcp._cli import app as mcp_app
 
 __all__ = ["app", "main"]
@@ -225,91 +224,6 @@ def create_app_from_env() -> Any:
     return create_service_app(Settings())
 
 
-def app_tools(settings: Any = None, *, connect: bool = True) -> tuple[Any, list[Any]]:
-    """The App's own tools as a registry, and its toolsets whose tools are fetched at start (an
-    `MCPToolset`): `(registry, toolsets)`. Whoever serves them registers the toolsets in the event loop
-    that holds their connections, and closes them (as `toolrun serve` and `toolrun mcp serve` do).
-
-    Settings come from the environment (`TOOLRUN_DATABASE_URL`, `TOOLRUN_APP`, ...). With `connect`, a
-    database that is missing or not at this toolrun's revision is a `TargetError` here, at start (nothing
-    is created: a client such as Claude Desktop starts the server in a directory of its own).
-    """
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from toolrun.mcp._cli import check_database
-    from toolrun.registry import ToolRegistry
-    from toolrun.server import AppResources, Settings, load_app
-    from toolrun.server._apps import resolve_tools
-    from toolrun.server._db import create_engine
-
-    settings = settings if settings is not None else Settings()
-    served = load_app(settings.app)
-    if connect:
-        check_database(settings.database_url)
-    # Definitions only (`connect=False`): an engine that nothing connects to.
-    engine = create_engine(settings.database_url) if connect else create_async_engine("sqlite+aiosqlite://")
-    tools, toolsets = resolve_tools(served, AppResources(engine=engine, settings=settings))
-    return ToolRegistry(tools), toolsets
-
-
-def app_registry(settings: Any = None, *, connect: bool = True) -> Any:
-    """Every tool of the App (`TOOLRUN_APP`, default the task assistant), its toolsets' tools included:
-    what `toolrun tools list`, `tools export` and `approvals add` show and check.
-
-    A toolset's tools are fetched once and its connection closed, so they are definitions here: serve
-    them with `app_tools`, whose caller keeps the connection open. Each call acts for the MCP principal
-    (`--user`) on the service's database: its own rows only.
-
-    Raises:
-        TargetError: the database is missing or not migrated (with `connect`), or a toolset's tools cannot
-            be fetched.
-    """
-    registry, toolsets = app_tools(settings, connect=connect)
-    if toolsets:
-        from toolrun.mcp._cli import _run_sync
-
-        _run_sync(fetch_toolsets(registry, toolsets, close=True))
-    return registry
-
-
-async def fetch_toolsets(registry: Any, toolsets: Sequence[Any], *, close: bool = False) -> None:
-    """Register each toolset's tools into `registry` (closing every toolset again when one fails, or
-    when `close` is set: the tools' definitions are all that is wanted).
-
-    Raises:
-        TargetError: a toolset's tools could not be fetched (its server is down, refuses, ...).
-    """
-    from toolrun.mcp._cli import TargetError
-
-    try:
-        for toolset in toolsets:
-            try:
-                await toolset.register(registry)
-            except Exception as exc:  # a name clash is said as itself; a connection asks about the server
-                hint = ": is its server running?" if isinstance(exc, OSError) else ""
-                raise TargetError(
-                    f"Could not fetch the tools of {_toolset_name(toolset)} ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else 'no message'}){hint}"
-                ) from None
-    except BaseException:
-        await close_toolsets(toolsets)
-        raise
-    if close:
-        await close_toolsets(toolsets)
-
-
-async def close_toolsets(toolsets: Sequence[Any]) -> None:
-    """Close each toolset; a failure to close one does not keep the others open."""
-    for toolset in toolsets:
-        with contextlib.suppress(Exception):
-            await toolset.aclose()
-
-
-def _toolset_name(toolset: Any) -> str:
-    prefix = getattr(toolset, "prefix", None)
-    return f"the toolset {prefix!r}" if prefix else f"a {type(toolset).__name__}"
-
-
 def create_service_app(settings: Any, **app_options: Any) -> Any:
     """The chat service with its tools also served over MCP (Streamable HTTP) at `/mcp`.
 
@@ -463,8 +377,6 @@ def _port_taken(host: str, port: int) -> str | None:
 
 
 def _registry(app_spec: str | None) -> Any:
-    from toolrun.mcp._cli import TargetError
-
     load_app_option(app_spec)
     try:
         return app_registry(_settings(), connect=False)

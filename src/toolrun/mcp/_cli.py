@@ -13,10 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
+from toolrun._cli_tools import TargetError, app_tools, close_toolsets, fetch_toolsets
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.tools import Tool, ToolContext
 
-__all__ = ["DEFAULT_TARGET", "TargetError", "app", "check_database", "load_target", "main"]
+__all__ = ["DEFAULT_TARGET", "app", "load_target", "main"]
 
 DEFAULT_TARGET = "toolrun.cli:app_registry"
 """The App's tools (`--app` / `TOOLRUN_APP`, default the task assistant) on the service's database
@@ -27,10 +28,6 @@ _FACTORIES = ("registry", "create_registry", "build_registry", "tools")
 app = typer.Typer(
     name="mcp", help="Serve toolrun tools over MCP.", no_args_is_help=True, add_completion=False
 )
-
-
-class TargetError(Exception):
-    """A TARGET that cannot be loaded; the message says why and what to write instead."""
 
 
 def load_target(target: str) -> ToolSet:
@@ -71,65 +68,6 @@ def load_target(target: str) -> ToolSet:
     raise TargetError(
         f"Module {module_name!r} has none of {', '.join(_FACTORIES)}; name one: 'module:attribute'.{hint}"
     )
-
-
-def check_database(url: str) -> None:
-    """Refuse to serve on a database that is missing or not migrated (`TargetError`, said at start).
-
-    A SQLite file that does not exist is not created (its path is relative to the directory the client
-    started the server in, which is rarely the one meant); any database must be at this toolrun's newest
-    revision (`toolrun db upgrade`). Otherwise every call would fail with an internal error.
-    """
-    from pathlib import Path
-
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    from toolrun._cli_shared import safe_url
-
-    shown = safe_url(url)
-    upgrade = (
-        f"Create it with `TOOLRUN_DATABASE_URL={shown} toolrun db upgrade`, or set TOOLRUN_DATABASE_URL "
-        "to the service's database (for SQLite an absolute path: sqlite+aiosqlite:////abs/path/toolrun.db)."
-    )
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise TargetError(f"TOOLRUN_DATABASE_URL is not a database URL ({shown}).") from None
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if database in ("", ":memory:") or database.startswith("file::memory:"):
-            raise TargetError(f"The tools need a database kept on disk, not {shown}. {upgrade}")
-        path = Path(database).expanduser().resolve()
-        if not path.is_file():
-            raise TargetError(f"No database at {path} (TOOLRUN_DATABASE_URL={shown}). {upgrade}")
-    from toolrun.server.migrate import current_revision, head_revision
-
-    try:
-        revision = _run_sync(current_revision(url))
-    except Exception as exc:
-        raise TargetError(
-            f"Cannot open the database at {shown} ({type(exc).__name__}): check that it is reachable. "
-            + upgrade
-        ) from None
-    head = head_revision()
-    if revision != head:
-        state = "has no toolrun tables" if revision is None else f"is at revision {revision}, not {head}"
-        raise TargetError(f"The task database at {shown} {state}: run `toolrun db upgrade` first.")
-
-
-def _run_sync(coro: Any) -> Any:
-    """Run `coro` to its end from sync code, in a thread of its own when an event loop is running here."""
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def _as_toolset(value: Any, where: str) -> ToolSet:
@@ -184,8 +122,6 @@ def serve(
     toolsets: list[Any] = []  # the App's remote tools (an `MCPToolset`): fetched in the serving loop
     try:
         if target == DEFAULT_TARGET:
-            from toolrun.cli import app_tools
-
             registry, toolsets = app_tools()
         else:
             registry = load_target(target)
@@ -239,8 +175,6 @@ def serve(
 async def _toolsets_open(registry: ToolRegistry, toolsets: list[Any]) -> AsyncIterator[None]:
     """The toolsets' tools registered for as long as the server serves them, then their connections
     closed (`TargetError` when one cannot be fetched)."""
-    from toolrun.cli import close_toolsets, fetch_toolsets
-
     await fetch_toolsets(registry, toolsets)
     try:
         yield
