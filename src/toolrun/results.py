@@ -50,6 +50,9 @@ class ErrorCode(StrEnum):
     """The tool raised an unexpected exception; `details["error_id"]` ties it to the logs."""
     RESULT_INVALID = "RESULT_INVALID"
     """The tool returned a value that breaks its declared output schema, or cannot be made JSON."""
+    RESULT_UNKNOWN = "RESULT_UNKNOWN"
+    """The call was approved and may have started, but the process running it stopped before its result
+    was kept: it may or may not have taken effect."""
 
 
 class ToolError(Exception):

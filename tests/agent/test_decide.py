@@ -8,6 +8,7 @@ app do. The tool counts its runs; every refusal is matched by its code.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from redis.asyncio import Redis
 
 from servers import POSTGRES_URL, REDIS_URL
-from toolrun import Agent, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
+from toolrun import Agent, ErrorCode, ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolrun.agent import (
     AgentRun,
     Approve,
@@ -29,7 +30,7 @@ from toolrun.agent import (
     TextDelta,
     ToolCallFinished,
 )
-from toolrun.models import ScriptedModel
+from toolrun.models import ScriptedModel, ToolResultMessage
 from toolrun.store import InMemoryConfirmationStore, InMemoryRunStore
 from toolrun.store.redis import create_redis_stores
 from toolrun.store.sql import SQLStores, create_sql_stores
@@ -269,6 +270,65 @@ async def test_a_decision_cut_short_puts_the_run_back(make: Factory) -> None:
         await anext(stream)
     done = await make(GONE, ran).agent.decide(cid, True, context=U1)  # not held by the cut one
     assert done.status == "completed" and ran == ["t1"]
+
+
+async def stopped_decider(make: Factory, ran: list[str], run: AgentRun, approve: str | None) -> None:
+    """A process that claimed the run to decide it and was killed: its claim has lapsed, and it had
+    approved and started the call of confirmation `approve` (None: it stopped before that)."""
+    dead = make(GONE, ran)
+    assert dead.agent.runs is not None
+    cid = run.pending[0].confirmation_id
+    held = await dead.agent.runs.claim(
+        cid, user_id="u1", token="dead", until=time.time() - 1, now=time.time()
+    )
+    assert held is not None
+    if approve is not None:
+        await dead.executor.approve(approve, U1.evolve(run_id=run.run_id))
+
+
+async def test_a_decision_after_its_decider_stopped_mid_call_closes_the_run_may_have_run(
+    make: Factory,
+) -> None:
+    ran: list[str] = []
+    run = await paused_run(make, ran)
+    cid = run.pending[0].confirmation_id
+    await stopped_decider(make, ran, run, approve=cid)
+    assert ran == ["t1"]  # it ran there; nothing was kept of its result
+    b = make(GONE, ran)
+    done = await b.agent.decide(cid, True, context=U1)  # the person, clicking again
+    assert (done.status, done.error_code) == ("failed", RunErrorCode.DECISION_INTERRUPTED)
+    assert ran == ["t1"] and not b.model.requests  # nothing ran again, no model request
+    (held,) = [r.result for r in done.tool_calls if r.call.id == "d1"]
+    assert held.error is not None and held.error.code == ErrorCode.RESULT_UNKNOWN
+    assert "may or may not have taken effect" in held.error.message
+    last = done.messages[-1]
+    assert isinstance(last, ToolResultMessage) and last.call_id == "d1"  # the history is whole
+    with pytest.raises(DecisionRefusedError) as refused:
+        await make(GONE, ran).agent.decide(cid, True, context=U1)
+    assert refused.value.code == RunErrorCode.CONFIRMATION_UNKNOWN  # closed: nothing waits any more
+
+
+async def test_a_decision_after_its_decider_stopped_before_the_call_goes_on(make: Factory) -> None:
+    ran: list[str] = []
+    run = await paused_run(make, ran)
+    await stopped_decider(make, ran, run, approve=None)
+    done = await make(GONE, ran).agent.decide(run.pending[0].confirmation_id, True, context=U1)
+    assert (done.status, done.output, ran) == ("completed", "Task t1 is gone.", ["t1"])
+
+
+async def test_a_stopped_deciders_other_held_call_is_withdrawn_and_said_not_run(make: Factory) -> None:
+    ran: list[str] = []
+    script: list[Any] = [[delete("t1", "d1"), delete("t2", "d2")], "Done."]
+    a = make(script, ran)
+    run = await a.agent.run("Delete t1 and t2", context=U1)
+    first, second = (p.confirmation_id for p in run.pending)
+    await stopped_decider(make, ran, run, approve=first)
+    done = await make(script, ran).agent.decide(second, True, context=U1)
+    assert done.error_code == RunErrorCode.DECISION_INTERRUPTED and ran == ["t1"]
+    codes = {r.call.id: r.result.error.code for r in done.tool_calls if r.result.error is not None}
+    assert codes == {"d1": ErrorCode.RESULT_UNKNOWN, "d2": ErrorCode.CONFIRMATION_EXPIRED}
+    late = await a.executor.approve(second, U1.evolve(run_id=run.run_id))  # withdrawn: nothing can take it
+    assert late.error is not None and late.error.code == ErrorCode.CONFIRMATION_NOT_FOUND and ran == ["t1"]
 
 
 async def test_the_conversation_of_the_pause_is_the_decisions(make: Factory) -> None:

@@ -79,3 +79,36 @@ def test_two_processes_deciding_at_once_run_the_tool_once(url: str, tmp_path: Pa
     assert refused[0]["refused"] in ("decided_elsewhere", "confirmation_unknown")
     (line,) = tool_runs(runs)
     assert line.endswith(" t1")
+
+
+def test_a_decider_killed_mid_call_leaves_a_run_the_next_decision_closes(url: str, tmp_path: Path) -> None:
+    """SIGKILL in the window between the approved call starting and its result being kept: the run's
+    confirmation is consumed and its claim lapses. The person's next click closes the run and says the
+    call may have run; it never runs it again."""
+    import os
+    import signal
+    import time
+
+    runs = tmp_path / "runs.txt"
+    paused = spawn("pause", url, str(runs))
+    cid = paused["confirmation_id"]
+    stalled = subprocess.Popen(
+        [sys.executable, "-W", "error", str(SCRIPT), "stall", url, str(runs), cid, "u1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not tool_runs(runs):  # its call has started
+            assert stalled.poll() is None and time.monotonic() < deadline, "the stalled call never started"
+            time.sleep(0.02)
+        os.kill(stalled.pid, signal.SIGKILL)
+    finally:
+        stalled.kill()
+        stalled.communicate(timeout=30)
+    time.sleep(1.5)  # its claim (1 s) lapses: the time a crashed decider's claim lasts is what is tested
+    closed = spawn("decide", url, str(runs), cid, "u1")
+    assert closed == {"status": "failed", "output": None, "code": "decision_interrupted"}, closed
+    assert len(tool_runs(runs)) == 1  # never run twice
+    again = spawn("decide", url, str(runs), cid, "u1")
+    assert again == {"refused": "confirmation_unknown"} and len(tool_runs(runs)) == 1

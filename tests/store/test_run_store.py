@@ -135,7 +135,23 @@ async def test_a_lapsed_claim_can_be_taken_over(stores: Stores) -> None:
     assert await store.claim("c1", user_id="u1", token="t2", until=NOW + 120, now=NOW + 59) is None
     taken = await store.claim("c1", user_id="u1", token="t2", until=NOW + 200, now=NOW + 61)
     assert taken is not None and taken.claim_token == "t2"
+    assert taken.taken_over is True  # from a holder that stopped: what it started is not known
     assert await store.release("run_1", token="t1") is False  # the first holder lost it
+
+
+async def test_a_claim_says_whether_it_took_the_run_from_a_lapsed_claim(stores: Stores) -> None:
+    store = stores.main
+    await store.save(paused())
+    first = await store.claim("c1", user_id="u1", token="t1", until=NOW + 60, now=NOW)
+    assert first is not None and first.taken_over is False  # nobody held it
+    assert await store.release("run_1", token="t1") is True
+    again = await store.claim("c1", user_id="u1", token="t2", until=NOW + 60, now=NOW + 1)
+    assert again is not None and again.taken_over is False  # put back by its holder: not a takeover
+    lapsed = await store.claim("c1", user_id="u1", token="t3", until=NOW + 200, now=NOW + 61)
+    assert lapsed is not None and lapsed.taken_over is True
+    await store.save(paused())  # paused again: a fresh record
+    fresh = await store.claim("c1", user_id="u1", token="t4", until=NOW + 300, now=NOW + 62)
+    assert fresh is not None and fresh.taken_over is False
 
 
 async def test_saving_again_replaces_the_run_its_confirmations_and_its_claim(stores: Stores) -> None:

@@ -272,7 +272,10 @@ class Agent:
         The run is loaded from the store (`Agent(runs=...)`), never from the caller, and claimed
         atomically: of two decisions at once (a double click reaching two processes) exactly one goes on,
         the other is refused. Then it resumes as `resume` does, and is saved again if it pauses again (its
-        other confirmations still pending, or a new one), or forgotten when it ends.
+        other confirmations still pending, or a new one), or forgotten when it ends. A decision that takes the
+        run over from a decider that died mid-decision (its claim lapsed after consuming the confirmation)
+        closes the run instead: `failed`, `error_code` `DECISION_INTERRUPTED`, the held call's result
+        `RESULT_UNKNOWN`; nothing is run again.
 
         ```python
         run = await agent.decide(confirmation_id, True, context=ToolContext(user_id="u1"))

@@ -16,7 +16,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from toolrun.agent._events import AgentEvent, RunFinished
+from toolrun.agent._events import AgentEvent, RunFinished, ToolCallFinished
+from toolrun.agent._resume import close_interrupted
 from toolrun.agent._run import REFUSALS, AgentRun, DecisionRefusedError, InvalidRunError, RunErrorCode
 from toolrun.approvals._decisions import Approve, Deny, check_decisions
 from toolrun.runtime._errors import new_error_id
@@ -147,6 +148,12 @@ async def decide_events(
             ctx = ctx.evolve(conversation_id=claimed.conversation_id)
         async for event in agent._resume(run, {confirmation_id: decision}, ctx, streaming=streaming):
             if isinstance(event, RunFinished):
+                if claimed.taken_over and run.error_code == RunErrorCode.CONFIRMATION_UNKNOWN:
+                    # The last decider stopped after consuming a confirmation of this run: close it.
+                    async for closing in _close_interrupted(agent, claimed, ctx, confirmation_id):
+                        yield closing
+                    finished = True
+                    return
                 if run.error_code in REFUSALS:  # nothing of it ran: the stored run stays as it was
                     raise DecisionRefusedError(run.error_code, confirmation_id, run.error or "")
                 await keep(agent, run, ctx, resumed=True)  # paused again: saved unclaimed; else gone
@@ -155,3 +162,35 @@ async def decide_events(
     finally:
         if not finished:  # refused, failed or cut short: put the run back for another decision
             await store.release(claimed.run_id, token=token)
+
+
+async def _close_interrupted(
+    agent: Agent, claimed: PausedRun, context: ToolContext[Any], confirmation_id: str
+) -> AsyncIterator[AgentEvent]:
+    """The events of closing a run whose last decider stopped mid-decision (`close_interrupted`), forgotten
+    by the store once closed."""
+    run = agent.load_run(claimed.data)  # as it paused: the refused resume changed the loaded copy
+    held = [p.call for p in run.pending]
+    try:
+        await close_interrupted(agent, run, context)
+    except Exception as exc:
+        error_id = new_error_id()
+        log_exception(
+            logger,
+            "decision on %s: the confirmation store failed (error_id=%s)",
+            exc,
+            confirmation_id,
+            error_id,
+            redact=not agent.executor.log_exception_messages,
+        )
+        raise DecisionRefusedError(
+            RunErrorCode.STORE_UNAVAILABLE,
+            confirmation_id,
+            f"The confirmation store could not be read (error id {error_id}); nothing was run.",
+        ) from None
+    if agent.runs is not None:
+        await agent.runs.delete(run.run_id)
+    results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
+    for call in held:
+        yield ToolCallFinished(call=call, result=results[call.id], step=run.steps)
+    yield RunFinished(run=run)

@@ -30,7 +30,7 @@ from toolrun.tools import ToolCall, ToolContext
 if TYPE_CHECKING:
     from toolrun.agent._agent import Agent
 
-__all__ = ["abandon_run", "bind_pending", "pending_entry", "resume_events"]
+__all__ = ["abandon_run", "bind_pending", "close_interrupted", "pending_entry", "resume_events"]
 
 logger = logging.getLogger("toolrun.agent")
 
@@ -223,21 +223,68 @@ async def abandon_run(agent: Agent, run: AgentRun, reason: str, context: ToolCon
             await agent.executor.confirmations.withdraw(pending.confirmation_id, ctx)
         except Exception as exc:  # it expires by itself; the run ends all the same
             log_exception(logger, "agent run %s: could not withdraw a confirmation", exc, run.run_id)
-        result = _errors.fail(
-            pending.call.id,
-            pending.call.name,
-            ErrorCode.CONFIRMATION_EXPIRED,
-            f"The run ended before the user decided on {pending.call.name!r} ({reason}); it did not run.",
-            recover_action="Call the tool again if the user still wants this done.",
-            details={"reason": "run_ended"},
-        )
+        name = pending.call.name
+        said = f"The run ended before the user decided on {name!r} ({reason}); it did not run."
+        _replace_result(run, pending.call.id, _did_not_run(pending, said, "run_ended"))
+    _close(run, reason, RunErrorCode.ABANDONED)
+    return run
+
+
+async def close_interrupted(agent: Agent, run: AgentRun, context: ToolContext[Any] | None) -> AgentRun:
+    """Close a paused run whose last decider stopped mid-decision (`Agent.decide` after its claim lapsed):
+    a held call whose confirmation is gone may have run (`RESULT_UNKNOWN`: it was consumed before the call
+    started); the others are withdrawn and did not run. Ends `failed`, `DECISION_INTERRUPTED`.
+
+    Raises:
+        Exception: the confirmation store failed (nothing was changed that a later decision could not see).
+    """
+    ctx = agent._context(run, context)
+    for pending in run.pending:
+        name = pending.call.name
+        if await agent.executor.confirmations.withdraw(pending.confirmation_id, ctx) is not None:
+            said = (
+                f"The run was closed before the user's decision on {name!r} was carried out; it did not run."
+            )
+            result = _did_not_run(pending, said, "run_closed")
+        else:
+            result = _errors.fail(
+                pending.call.id,
+                name,
+                ErrorCode.RESULT_UNKNOWN,
+                f"The user's decision on {name!r} was being carried out when the process doing it stopped: "
+                "it may or may not have taken effect.",
+                recover_action="Check whether it took effect before calling the tool again.",
+                details={"reason": "decider_stopped"},
+            )
         _replace_result(run, pending.call.id, result)
+    _close(
+        run,
+        "The process deciding this run stopped mid-decision; the run was closed, and each held call's "
+        "result says whether it may have run. Nothing of this decision ran.",
+        RunErrorCode.DECISION_INTERRUPTED,
+    )
+    return run
+
+
+def _did_not_run(pending: PendingCall, said: str, reason: str) -> ToolResult:
+    return _errors.fail(
+        pending.call.id,
+        pending.call.name,
+        ErrorCode.CONFIRMATION_EXPIRED,
+        said,
+        recover_action="Call the tool again if the user still wants this done.",
+        details={"reason": reason},
+    )
+
+
+def _close(run: AgentRun, reason: str, code: RunErrorCode) -> None:
+    """End a paused run `failed` with `code`: its batch's results (the held calls' set by the caller) go into
+    the history, so the next turn's model request is well formed."""
     results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
     batch, run.batch, run.pending = run.batch, [], []
     if run.mode == "native":
         run.messages.extend(ToolResultMessage.from_result(results[c.id]) for c in batch)
-    run.status, run.error, run.error_code = "failed", reason, RunErrorCode.ABANDONED
-    return run
+    run.status, run.error, run.error_code = "failed", reason, code
 
 
 async def pending_entry(agent: Agent, run: AgentRun, call: ToolCall, result: ToolResult) -> PendingCall:

@@ -75,6 +75,10 @@ class RunErrorCode(StrEnum):
     """Planner mode: the model did not produce a valid plan, twice."""
     ABANDONED = "abandoned"
     """`Agent.abandon` ended the paused run without a decision."""
+    DECISION_INTERRUPTED = "decision_interrupted"
+    """`Agent.decide` found the run's last decider stopped mid-decision (its claim lapsed, the call it
+    approved consumed): the run is closed, each held call's result says whether it may have run
+    (`RESULT_UNKNOWN`) or did not. Nothing of this decision ran."""
 
 
 REFUSALS = frozenset(

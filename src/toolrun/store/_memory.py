@@ -179,7 +179,9 @@ class InMemoryRunStore:
             run = self._lookup(confirmation_id, user_id)
             if run is None or (run.claimed_until is not None and run.claimed_until >= now):
                 return None
-            taken = dataclasses.replace(run, claim_token=token, claimed_until=until)
+            taken = dataclasses.replace(
+                run, claim_token=token, claimed_until=until, taken_over=run.claimed_until is not None
+            )
             self._runs[run.run_id] = taken
             return taken
 

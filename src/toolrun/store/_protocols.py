@@ -179,6 +179,9 @@ class PausedRun:
     """Who holds it now: the token given to `claim`; None while it waits for a decision."""
     claimed_until: float | None = None
     """When the claim lapses (`time.time()` seconds): a decider that died cannot hold the run forever."""
+    taken_over: bool = False
+    """Set by `claim` when it took the run from a decider whose claim had lapsed: that decider stopped
+    mid-decision, and what it had started is not known."""
 
     def __repr__(self) -> str:  # `data` holds the conversation: keep it out of reprs
         return (
@@ -205,8 +208,8 @@ class RunStore(Protocol):
         """Atomically take the run that waits for `confirmation_id`, for the caller holding `token`.
 
         Returns the run (with `claim_token=token`, `claimed_until=until`) only if it is `user_id`'s and
-        nobody holds it (or a claim lapsed before `now`). Else None, and nothing changes: of two
-        concurrent claims, across processes, exactly one gets the run.
+        nobody holds it (or a claim lapsed before `now`: then with `taken_over=True`). Else None, and
+        nothing changes: of two concurrent claims, across processes, exactly one gets the run.
         """
         ...
 

@@ -6,6 +6,7 @@ number of racing decisions gets a run (the argument and the key layout are in `t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -42,7 +43,8 @@ redis.call('ZADD', KEYS[2], ARGV[5], ARGV[2])
 """
 )
 
-# ARGV: prefix, confirmation id, user id, token, until, now. Returns the record, or nil.
+# ARGV: prefix, confirmation id, user id, token, until, now. Returns {record, 1 when it took the run from
+# a lapsed claim else 0}, or nil.
 _RUN_CLAIM = """
 local run_id = redis.call('GET', ARGV[1] .. 'run-conf:' .. ARGV[2])
 if not run_id then
@@ -57,7 +59,10 @@ if found[2] and tonumber(found[2]) >= tonumber(ARGV[6]) then
   return false
 end
 redis.call('HSET', key, 'claim_token', ARGV[4], 'claimed_until', ARGV[5])
-return found[3]
+if found[2] then
+  return {found[3], 1}
+end
+return {found[3], 0}
 """
 
 # KEYS: run hash. ARGV: token.
@@ -149,12 +154,14 @@ class RedisRunStore(_RedisStore):
         self, confirmation_id: str, *, user_id: str, token: str, until: float, now: float
     ) -> PausedRun | None:
         """Atomically take the run waiting for `confirmation_id` if it is `user_id`'s and nobody holds it."""
-        record = await self._claim(
+        taken = await self._claim(
             args=[self.key_prefix, confirmation_id, user_id, token, repr(float(until)), repr(float(now))]
         )
-        if record is None:
+        if taken is None:
             return None
-        return _paused_run(json.loads(record), user_id, token, until)
+        record, taken_over = taken
+        run = _paused_run(json.loads(record), user_id, token, until)
+        return dataclasses.replace(run, taken_over=bool(taken_over))
 
     async def find(self, confirmation_id: str, *, user_id: str) -> PausedRun | None:
         """The run waiting for `confirmation_id`, without claiming it; None when unknown or another user's."""

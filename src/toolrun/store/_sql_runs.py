@@ -42,6 +42,8 @@ class SQLRunStore(_SQLStore):
             sa.Column("expires_at", sa.Double(), nullable=False),
             sa.Column("claim_token", sa.String(), nullable=True),  # NULL: waiting for a decision
             sa.Column("claimed_until", sa.Double(), nullable=True),
+            # Set by a claim that took the run from a lapsed claim (the old row's claimed_until was set).
+            sa.Column("taken_over", sa.Boolean(), nullable=False, server_default=sa.false()),
             sa.Index(f"{name}_expiry", "expires_at"),
         )
         self.confirmations = sa.Table(
@@ -64,6 +66,7 @@ class SQLRunStore(_SQLStore):
             "expires_at": float(run.expires_at),
             "claim_token": None,
             "claimed_until": None,
+            "taken_over": False,
         }
         insert = self._insert(t).values(row)
         upsert = insert.on_conflict_do_update(
@@ -99,7 +102,8 @@ class SQLRunStore(_SQLStore):
                 t.c.user_id == user_id,
                 sa.or_(t.c.claimed_until.is_(None), t.c.claimed_until < now),
             )
-            .values(claim_token=token, claimed_until=until)
+            # SET reads the row as it was: a claim still recorded there had lapsed (see the WHERE).
+            .values(claim_token=token, claimed_until=until, taken_over=t.c.claimed_until.is_not(None))
             .returning(*t.c)
         )
         async with self._auto.connect() as conn:
@@ -159,4 +163,5 @@ def _paused(row: sa.RowMapping) -> PausedRun:
         expires_at=float(row["expires_at"]),
         claim_token=row["claim_token"],
         claimed_until=None if row["claimed_until"] is None else float(row["claimed_until"]),
+        taken_over=bool(row["taken_over"]),
     )
