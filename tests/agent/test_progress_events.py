@@ -136,3 +136,47 @@ async def test_a_short_burst_loses_nothing_and_the_last_report_does_not_wait_for
                 if event.progress == 8:  # the tool still runs: the rate let it through
                     GATE["steps"].set()
     assert seen[0] == 1 and seen[-1] == 8 and seen == sorted(seen)
+
+
+@tool(destructive=True)
+async def wipe(n: int, ctx: ToolContext) -> str:
+    """Wipes n disks, reporting each (held for the user's approval)."""
+    for i in range(n):
+        await ctx.report_progress(i + 1, n, f"disk {i + 1}")
+    return "wiped"
+
+
+async def test_the_approved_calls_own_progress_is_on_the_resumed_stream_before_its_result() -> None:
+    from toolrun.store import InMemoryRunStore
+
+    heard: list[str | None] = []
+
+    async def callback(done: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    agent = Agent(
+        scripted(("wipe", {"n": 3}), ("wipe", {"n": 2})), [wipe], progress_interval=0, runs=InMemoryRunStore()
+    )
+    user = ToolContext(user_id="u1")
+    paused = await agent.run("wipe three", context=user)
+    decider = user.evolve(progress=callback)
+    events = [
+        e
+        async for e in agent.stream_resume(paused, {paused.pending[0].confirmation_id: True}, context=decider)
+    ]
+    shown = [(type(e).__name__, getattr(e, "message", None)) for e in events[:4]]
+    assert shown == [
+        ("ToolCallProgress", "disk 1"),
+        ("ToolCallProgress", "disk 2"),
+        ("ToolCallProgress", "disk 3"),
+        ("ToolCallFinished", None),
+    ]
+    step = events[3].step  # type: ignore[attr-defined]
+    assert all(e.call.name == "wipe" and e.step == step for e in events[:3])  # type: ignore[attr-defined]
+    assert heard == ["disk 1", "disk 2", "disk 3"]  # the deciding context's callback hears them too
+    again = events[-1].run  # type: ignore[attr-defined]
+    assert again.status == "awaiting_confirmation"  # the second wipe is held: decided by id this time
+    decided = [e async for e in agent.stream_decide(again.pending[0].confirmation_id, True, context=user)]
+    assert [e.message for e in decided if isinstance(e, ToolCallProgress)] == ["disk 1", "disk 2"]
+    finished = [e for e in decided if isinstance(e, ToolCallFinished)]
+    assert finished and finished[0].result.value == "wiped"

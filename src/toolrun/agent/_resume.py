@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolrun.agent._events import AgentEvent, RunFinished, ToolCallFinished
 from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode
+from toolrun.agent._turn import ContextFor, with_progress
 from toolrun.approvals._decisions import Approve, Decision, check_decision, check_decisions
 from toolrun.models import ToolResultMessage
 from toolrun.results import ErrorCode, ToolResult
@@ -93,7 +94,16 @@ async def resume_events(
             continue
         decided = check_decision(pending.confirmation_id, decision)
         if isinstance(decided, Approve):
-            result = await agent._calls.approve(pending.confirmation_id, ctx, arguments=decided.arguments)
+            approved: list[ToolResult] = []
+
+            def approve(
+                context_for: ContextFor, p: PendingCall = pending, a: Approve = decided
+            ) -> Awaitable[ToolResult]:
+                return agent._calls.approve(p.confirmation_id, context_for(p.call), arguments=a.arguments)
+
+            async for progress in with_progress(agent, ctx, run.steps, approve, approved):
+                yield progress  # the approved call's own reports, as a turn's calls' are
+            result = approved[0]
         else:
             result = await agent._calls.deny(pending.confirmation_id, ctx, decided.reason)
         if _lost_to_another_decision(result):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolrun.agent._boundary import CheckedCalls, audit_refused, check_calls, refused_unrun, used_call_ids
 from toolrun.agent._events import (
@@ -31,9 +31,70 @@ from toolrun.tools._context import ProgressThrottle
 if TYPE_CHECKING:
     from toolrun.agent._agent import Agent
 
-__all__ = ["after_results", "checked_calls", "run_calls"]
+__all__ = ["ContextFor", "after_results", "checked_calls", "run_calls", "with_progress"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger("toolrun.agent")
+
+
+ContextFor = Callable[[ToolCall], ToolContext[Any]]
+"""Each call's own context: the caller's, with a progress callback that reports for that call."""
+
+
+async def with_progress(
+    agent: Agent,
+    ctx: ToolContext[Any],
+    step: int,
+    work: Callable[[ContextFor], Awaitable[T]],
+    done: list[T],
+) -> AsyncIterator[ToolCallProgress]:
+    """Run `work(context_for)` (calls, each with the context `context_for` gives it) and yield their
+    progress as it comes, each report also heard by `ctx.progress`; `work`'s result is appended to `done`.
+    Throttled to `agent.progress_interval`; a call's last report is not lost, and nothing more comes once
+    the work ended (timeouts, cancellation)."""
+    progress: asyncio.Queue[ToolCallProgress] = asyncio.Queue()
+    throttles: list[ProgressThrottle] = []
+
+    def context_for(call: ToolCall) -> ToolContext[Any]:
+        outer = ctx.progress
+
+        async def report(done: float, total: float | None, message: str | None, value: Any = None) -> None:
+            progress.put_nowait(
+                ToolCallProgress(
+                    call=call, progress=done, total=total, message=message, step=step, partial=value
+                )
+            )
+            if outer is not None:  # a transport above the agent listens too
+                await outer(done, total, message)
+
+        async def report_partial(done: float, message: str | None, value: Any) -> None:
+            await report(done, None, message, value)
+
+        throttle = ProgressThrottle(report, interval=agent.progress_interval, partial=report_partial)
+        throttles.append(throttle)
+        return ctx.evolve(progress=throttle)
+
+    running = asyncio.ensure_future(work(context_for))
+    try:
+        while not running.done():
+            waiter = asyncio.ensure_future(progress.get())
+            await asyncio.wait({running, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if waiter.done():
+                yield waiter.result()
+            else:
+                waiter.cancel()
+        for throttle in throttles:  # each call's last report, if it still waited for the rate
+            await throttle.aclose()
+        while not progress.empty():  # reported before the calls ended
+            yield progress.get_nowait()
+        done.append(running.result())
+    finally:
+        for throttle in throttles:  # nothing more once the calls ended (timeouts, cancellation)
+            throttle.close()
+        if not running.done():
+            running.cancel()
+            await asyncio.wait({running})
 
 
 def checked_calls(agent: Agent, run: AgentRun, calls: Sequence[ToolCall]) -> CheckedCalls:
@@ -62,53 +123,17 @@ async def run_calls(
     for call in calls:
         yield ToolCallStarted(call=call, step=step)
     runnable = [c for c in calls if c.id not in refused]
-    progress: asyncio.Queue[ToolCallProgress] = asyncio.Queue()
-    throttles: list[ProgressThrottle] = []
+    done: list[list[ToolResult]] = []
 
-    def context_for(call: ToolCall) -> ToolContext[Any]:
-        outer = ctx.progress
-
-        async def report(done: float, total: float | None, message: str | None, value: Any = None) -> None:
-            progress.put_nowait(
-                ToolCallProgress(
-                    call=call, progress=done, total=total, message=message, step=step, partial=value
-                )
-            )
-            if outer is not None:  # a transport above the agent listens too
-                await outer(done, total, message)
-
-        async def report_partial(done: float, message: str | None, value: Any) -> None:
-            await report(done, None, message, value)
-
-        throttle = ProgressThrottle(report, interval=agent.progress_interval, partial=report_partial)
-        throttles.append(throttle)
-        return ctx.evolve(progress=throttle)
-
-    work = asyncio.ensure_future(
-        agent._calls.execute_many(
+    def work(context_for: ContextFor) -> Awaitable[list[ToolResult]]:
+        return agent._calls.execute_many(
             runnable, ctx, max_concurrency=agent.max_concurrency, context_for=context_for
         )
-    )
-    try:
-        while not work.done():
-            waiter = asyncio.ensure_future(progress.get())
-            await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            if waiter.done():
-                yield waiter.result()
-            else:
-                waiter.cancel()
-        for throttle in throttles:  # each call's last report, if it still waited for the rate
-            await throttle.aclose()
-        while not progress.empty():  # reported before the calls ended
-            yield progress.get_nowait()
-        ran = iter(work.result())
-        results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
-    finally:
-        for throttle in throttles:  # nothing more once the calls ended (timeouts, cancellation)
-            throttle.close()
-        if not work.done():
-            work.cancel()
-            await asyncio.wait({work})
+
+    async for event in with_progress(agent, ctx, step, work, done):
+        yield event
+    ran = iter(done[0])
+    results = [refused[c.id] if c.id in refused else next(ran) for c in calls]
     pending: list[PendingCall] = []
     for call, result in zip(calls, results, strict=True):
         run.tool_calls.append(ToolCallRecord(call=call, result=result, step=step))
