@@ -3,6 +3,7 @@ jobs; each on SQLite and on PostgreSQL through psycopg 3 (the driver the `dbos` 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,15 @@ from dbos import DBOS
 
 from processes import scratch_postgres
 from toolrun import ToolCall, ToolContext, ToolExecutor, ToolRegistry, tool
-from toolrun.agent import Approve, ConfirmationRequired, Deny, RunFinished, TextDelta, ToolCallFinished
+from toolrun.agent import (
+    AgentRun,
+    Approve,
+    ConfirmationRequired,
+    Deny,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+)
 from toolrun.exceptions import ToolrunError
 from toolrun.integrations.dbos import (
     DurableAgent,
@@ -170,6 +179,33 @@ async def test_decide_by_confirmation_id_as_agent_decide_does(dbos_db: None) -> 
     with pytest.raises(DecisionRefusedError):
         await agent.decide(cid, True, context=alice)
     assert calls == ["deleted old"]
+
+
+async def test_two_decisions_sent_at_once_one_goes_on_the_other_is_refused(dbos_db: None) -> None:
+    """Both pass the confirmation check before the workflow takes either: the workflow takes one, and the
+    other caller is told so (`decided_elsewhere`), not handed the run as if its decision had counted."""
+    from toolrun.agent import DecisionRefusedError, RunErrorCode
+
+    calls: list[str] = []
+    agent = _agent(
+        "notes_k2",
+        [ToolCall(id="d1", name="delete_note", arguments={"text": "old"}), "Deleted it."],
+        calls,
+        [],
+    )
+    alice = ToolContext(user_id="alice")
+    run = await agent.run("delete old", context=alice)
+    cid = run.pending[0].confirmation_id
+    # Both read the confirmation before the workflow takes either (one event loop: each awaits its read
+    # first), so both pass the check and send.
+    outcomes = await asyncio.gather(
+        agent.decide(cid, True, context=alice), agent.decide(cid, True, context=alice), return_exceptions=True
+    )
+    done = [o for o in outcomes if isinstance(o, AgentRun)]
+    refused = [o for o in outcomes if isinstance(o, DecisionRefusedError)]
+    assert len(done) == 1 and len(refused) == 1, outcomes
+    assert refused[0].code == RunErrorCode.DECIDED_ELSEWHERE
+    assert done[0].status == "completed" and calls == ["deleted old"]  # the one taken, once
 
 
 async def test_a_denial_reaches_the_model_and_nothing_runs(dbos_db: None) -> None:

@@ -196,7 +196,11 @@ async def _run(
             decider = ctx.evolve(deadline=deadline if isinstance(deadline, int | float) else None)
             events = _refused_as_failure(run, agent._resume(run, approvals, decider, streaming=streaming))
         seq += 1
-        await _publish_state(agent, seq, run, ctx, events)
+        # Which `decide` call this state answers: another one sent for the same pause is refused by it.
+        nonce = decision.get("nonce") if decision is not None else None
+        await _publish_state(
+            agent, seq, run, ctx, events, decided_by=nonce if isinstance(nonce, str) else None
+        )
     return run.to_dict()
 
 
@@ -206,9 +210,12 @@ async def _publish_state(
     run: AgentRun,
     ctx: ToolContext[Any],
     events: AsyncIterator[AgentEvent] | None,
+    *,
+    decided_by: str | None = None,
 ) -> None:
-    """Hand `events` to this process's listeners, then publish the run's state number `seq`; the
-    `RunFinished` event last, so a listener that sees it can act on the published state."""
+    """Hand `events` to this process's listeners, then publish the run's state number `seq` (with the
+    nonce of the decision it answers); the `RunFinished` event last, so a listener that sees it can act on
+    the published state."""
     finished: list[AgentEvent] = []
     if events is not None:
         async for event in events:
@@ -216,7 +223,8 @@ async def _publish_state(
                 finished.append(event)
             else:
                 _publish(run.run_id, event)
-    await DBOS.set_event_async(f"{STATE}{seq}", {"run": run.to_dict(), "user_id": ctx.user_id})
+    state = {"run": run.to_dict(), "user_id": ctx.user_id, "decided_by": decided_by}
+    await DBOS.set_event_async(f"{STATE}{seq}", state)
     on_state = agent.on_state
     if on_state is not None:
 

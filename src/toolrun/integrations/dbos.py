@@ -8,6 +8,7 @@ what to mind (create agents before `DBOS.launch()`, native tool calling only): d
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast, overload
 
@@ -223,11 +224,15 @@ class DurableAgent(Agent):
         Raises:
             KeyError: no run with that id.
         """
+        return (await self._next_state(run_id, after))[0]
+
+    async def _next_state(self, run_id: str, after: int) -> tuple[AgentRun, str | None]:
+        """`wait`'s run, and the nonce of the decision its state answers (None: none, or not known)."""
         key = f"{STATE}{after + 1}"
         while True:
             value = await DBOS.get_event_async(run_id, key, timeout_seconds=_WAIT_SLICE)
             if value is not None:
-                return AgentRun.from_dict(value["run"])
+                return AgentRun.from_dict(value["run"]), value.get("decided_by")
             status = await DBOS.get_workflow_status_async(run_id)
             if status is None:
                 raise KeyError(f"No durable run {run_id!r}.")
@@ -235,7 +240,7 @@ class DurableAgent(Agent):
                 latest = await self.state(run_id)
                 run = latest[1] if latest is not None else AgentRun(run_id=run_id)
                 run.status, run.error = "failed", f"The run's workflow ended with {status.status}."
-                return run
+                return run, None
 
     async def state(self, run_id: str) -> tuple[int, AgentRun, str | None] | None:
         """The latest published state of a run: `(sequence number, run, user id)`, or None before any."""
@@ -268,8 +273,9 @@ class DurableAgent(Agent):
 
         `decide(confirmation_id, decision, context=ctx)`, as `Agent.decide`: the run is the one the
         confirmation's record names; returns the run when it next pauses or ends. Refused with
-        `DecisionRefusedError` (`confirmation_unknown`) for an unknown or decided confirmation, or another
-        user's.
+        `DecisionRefusedError`: `confirmation_unknown` for an unknown or decided confirmation, or another
+        user's; `decided_elsewhere` when another decision on the same pause reached the run first (two
+        sent at once: the workflow takes one, and each state names the decision it answers).
 
         `decide(run_id, {confirmation_id: decision, ...}, context=ctx)`: sends the decisions to the run and
         returns the sequence number of the state they answer (`wait(run_id, after=n)` gives the state after
@@ -286,14 +292,25 @@ class DurableAgent(Agent):
                 f"No pending confirmation {target!r} for this user (unknown, already decided, or another "
                 "user's); nothing was run.",
             )
-        seq = await self._send(record.run_id, {target: decision}, context)
-        return await self.wait(record.run_id, after=seq)
+        nonce = secrets.token_hex(16)
+        seq = await self._send(record.run_id, {target: decision}, context, nonce=nonce)
+        run, decided_by = await self._next_state(record.run_id, seq)
+        if decided_by is not None and decided_by != nonce:  # another decision on this pause came first
+            raise DecisionRefusedError(
+                RunErrorCode.DECIDED_ELSEWHERE,
+                target,
+                f"Another decision on confirmation {target!r} reached the run first; that one carries it "
+                "on. Nothing of this one ran.",
+            )
+        return run
 
     async def _send(
         self,
         run_id: str,
         approvals: Mapping[str, Decision],
         context: ToolContext[Any] | None,
+        *,
+        nonce: str | None = None,
     ) -> int:
         """Send decisions to a run waiting for them; the sequence number of the state they answer.
 
@@ -335,6 +352,7 @@ class DurableAgent(Agent):
             "user_id": user,
             "seq": seq,
             "deadline": context.deadline if context is not None else None,
+            "nonce": nonce,
         }
         await DBOS.send_async(run_id, decision, DECISION)
         return seq
