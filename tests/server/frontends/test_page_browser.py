@@ -55,6 +55,13 @@ class Page:
     def js(self, script: str, *args: Any) -> Any:
         return self.driver.execute_script(script, *args)
 
+    def click(self, element_id: str, what: str) -> None:
+        """Click an element once it is shown and enabled (a button of the signed-in page is hidden until
+        sign-in has answered, later on a busy machine)."""
+        self.wait(
+            lambda d: (e := d.find_element(By.ID, element_id)).is_displayed() and e.is_enabled() and e, what
+        ).click()
+
     def send(self, text: str) -> None:
         box = self.wait(  # the composer takes input once the page has loaded (a busy machine is slow to)
             lambda d: (e := d.find_element(By.ID, "message")).is_displayed() and e.is_enabled() and e,

@@ -55,8 +55,7 @@ def test_an_image_result_loads_and_fits_at_both_sizes(
     page = States(browser, rich_server, axe_source)
     page.view("desktop")
     browser.get(f"{rich_server.url}/#token={rich_server.alice}")
-    page.wait(lambda d: d.find_element(By.ID, "app").is_displayed(), "the app after sign-in")
-    browser.find_element(By.ID, "new-conversation").click()
+    page.click("new-conversation", "the new-chat button after sign-in")
     page.js(RECORD_STATUSES)
     page.send("chart sales")
 

@@ -62,8 +62,7 @@ def test_a_job_card_updates_cancels_and_finishes(
     live, directory = jobs_server
     page = States(browser, live, axe)
     browser.get(f"{live.url}/#token={live.alice}")
-    page.wait(lambda d: d.find_element(By.ID, "app").is_displayed(), "the app after sign-in")
-    browser.find_element(By.ID, "new-conversation").click()
+    page.click("new-conversation", "the new-chat button after sign-in")
 
     # The model starts a job: a card for it, with the tool's own words about its progress.
     page.send("report 1")

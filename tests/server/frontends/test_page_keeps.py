@@ -35,8 +35,7 @@ def open_page(browser: WebDriver, live: LiveServer, axe: str, token: str) -> Sta
     page.view("desktop")
     browser.get("about:blank")  # a real load (a new #token on the same page would not reload it)
     browser.get(f"{live.url}/#token={token}")
-    page.wait(lambda d: d.find_element(By.ID, "composer").is_displayed(), "the app after sign-in")
-    browser.find_element(By.ID, "new-conversation").click()
+    page.click("new-conversation", "the new-chat button after sign-in")
     return page
 
 

@@ -115,8 +115,7 @@ def test_every_state_fits_and_passes_axe(
 ) -> None:
     page = States(browser, live_server, axe_source)
     browser.get(f"{live_server.url}/#token={live_server.bob}")
-    page.wait(lambda d: d.find_element(By.ID, "app").is_displayed(), "the app after sign-in")
-    browser.find_element(By.ID, "new-conversation").click()
+    page.click("new-conversation", "the new-chat button after sign-in")
 
     # Empty: a newcomer is told what to type; an example fills the composer.
     empty = browser.find_element(By.ID, "empty")
@@ -180,8 +179,7 @@ def test_a_message_sent_while_the_server_is_down_is_kept_and_can_be_retried(
 ) -> None:
     page = States(browser, live_server, axe_source)
     browser.get(f"{live_server.url}/#token={live_server.bob}")
-    page.wait(lambda d: d.find_element(By.ID, "app").is_displayed(), "the app after sign-in")
-    browser.find_element(By.ID, "new-conversation").click()
+    page.click("new-conversation", "the new-chat button after sign-in")
     page.fake_fetch("down")
     page.send("add Call the plumber")
     failed = page.wait(lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.user.failed"), "a failed message")[0]
