@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from toolrun import ErrorCode, ToolContext, tool
-from toolrun.approvals import _review as approvals_module
 from toolrun.runtime import InMemoryAuditSink, ToolExecutor
+from toolrun.runtime import _preview as preview_module
 from toolrun.store import ApprovalRule, InMemoryApprovalRuleStore
 from toolrun.tools import ToolBudget
 
@@ -87,7 +87,7 @@ async def test_a_tool_without_a_preview_has_none_and_shows_its_summary(make_exec
 async def test_a_failing_preview_falls_back_to_the_summary_and_says_so(
     failure: str, make_executor: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(approvals_module, "PREVIEW_TIMEOUT", 0.2)
+    monkeypatch.setattr(preview_module, "PREVIEW_TIMEOUT", 0.2)
     released = asyncio.Event()
 
     async def preview(args: Mapping[str, Any], ctx: ToolContext) -> Any:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from toolrun.runtime._audit import ArgumentHasher, canonical_json
+from toolrun._json import canonical_json
+from toolrun.runtime._audit import ArgumentHasher
 
 KEY = b"k" * 16
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from toolrun import ToolCall, ToolContext, ToolRegistry, ToolResult, tool
+from toolrun._json import ResultNotJSON, json_safe
 from toolrun.runtime import ToolExecutor
-from toolrun.runtime._convert import ResultNotJSON, json_safe, ok_result, truncate
+from toolrun.runtime._convert import ok_result, truncate
 from toolrun.runtime._invocation import Invocation
 from toolrun.runtime._logging import redacted_exc_info
 from toolrun.runtime._stages import summarize_call

@@ -14,8 +14,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from toolrun import ErrorCode, ToolContext, ToolError, tool
+from toolrun._json import canonical_json
 from toolrun.runtime import AuditRecord, InMemoryAuditSink, ToolEvent, ToolFinished, ToolStarted
-from toolrun.runtime._audit import canonical_json, emit_log_record
+from toolrun.runtime._audit import emit_log_record
 from toolrun.runtime._events import EventBus
 
 from .conftest import Recorder, call

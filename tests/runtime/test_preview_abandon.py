@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolrun import ToolContext, tool
-from toolrun.approvals import _review as approvals_module
+from toolrun.runtime import _preview as preview_module
 
 from .conftest import call
 
@@ -35,7 +35,7 @@ def stubborn(released: asyncio.Event, seen: dict[str, int]) -> Any:
 
 @pytest.fixture
 def short(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(approvals_module, "PREVIEW_TIMEOUT", 0.1)
+    monkeypatch.setattr(preview_module, "PREVIEW_TIMEOUT", 0.1)
 
 
 @pytest.mark.usefixtures("short")

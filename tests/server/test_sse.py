@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from toolrun.server._events import TextDelta
 from toolrun.server._handle import RunHandle
+from toolrun.server.events import TextDelta
 from toolrun.server.sse import FramesResponse, SSEResponse
 
 

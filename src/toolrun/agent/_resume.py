@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolrun._json import canonical_json
 from toolrun.agent._events import AgentEvent, RunFinished, ToolCallFinished
 from toolrun.agent._run import AgentRun, PendingCall, RunErrorCode
 from toolrun.agent._turn import ContextFor, with_progress
@@ -22,7 +23,6 @@ from toolrun.approvals._decisions import Approve, Decision, check_decision, chec
 from toolrun.models import ToolResultMessage
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import _errors
-from toolrun.runtime._audit import canonical_json
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import log_exception
 from toolrun.store import NO_USER, PendingConfirmation

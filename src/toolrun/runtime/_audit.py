@@ -13,7 +13,6 @@ is configured.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -22,7 +21,8 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import msgspec
-import pydantic_core
+
+from toolrun._json import canonical_json
 
 if TYPE_CHECKING:
     from toolrun.results import ToolResult
@@ -35,7 +35,6 @@ __all__ = [
     "AuditTrail",
     "InMemoryAuditSink",
     "audit_call_id",
-    "canonical_json",
     "emit_log_record",
     "log_audit_record",
 ]
@@ -143,56 +142,6 @@ class InMemoryAuditSink:
 
 # ------------------------------------------------------------------------------------------------------
 # Canonical JSON and keyed hashes
-
-
-# Plain JSON data natively, dicts and sets sorted (and dict/list subclasses, dataclasses, datetimes, UUIDs,
-# enums, big integers, bytes as base64); non-str keys, lone surrogates, subclasses of str/int, pydantic
-# models and other objects raise here and take the stdlib path (made JSON-safe by pydantic-core).
-_msgspec_encode = msgspec.json.Encoder(order="sorted").encode
-_NOT_MSGSPEC = (TypeError, ValueError, RecursionError, msgspec.EncodeError)
-
-
-def _jsonable(value: Any) -> Any:
-    return pydantic_core.to_jsonable_python(value, inf_nan_mode="constants", bytes_mode="base64")
-
-
-_ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True, default=_jsonable
-)
-
-
-def canonical_json(value: Any) -> bytes:
-    """Canonical UTF-8 JSON of `value`: object keys sorted at every level, no whitespace.
-
-    Dataclasses, datetimes, UUIDs, enums and sets (sorted) are encoded by msgspec as it does natively;
-    pydantic models and other objects are first made JSON-safe by pydantic-core. Lone
-    surrogates (valid in a Python `str`) are kept as they are (`surrogatepass`), so every string hashes.
-    A value that cannot be expressed as JSON falls back to `repr()` of the odd parts, which may differ
-    between processes (an approval over such arguments then fails closed). If even that fails, the
-    error propagates: callers must not bind anything to arguments they cannot hash.
-
-    The bytes are a function of the value alone (deterministic), not of the encoder that made them: JSON
-    data with str keys (and the types msgspec encodes natively) is encoded by msgspec; anything else, and
-    anything holding `None` or a non-finite float (msgspec writes both as `null`), by the stdlib encoder,
-    which spells `NaN`/`Infinity` apart from `null`.
-    """
-    try:
-        data: bytes = _msgspec_encode(value)
-    except _NOT_MSGSPEC:  # non-str keys, lone surrogates, str subclasses, models...
-        pass
-    else:
-        # No None and no NaN/Infinity anywhere (or a string holds "null"). `110 in` (the byte "n") is a
-        # memchr; `b"null" in data` would cost an exception inside CPython (it tries an int first).
-        if 110 not in data or data.find(b"null") < 0:
-            return data
-    return _canonical_stdlib(value)
-
-
-def _canonical_stdlib(value: Any) -> bytes:
-    try:
-        return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
-    except (TypeError, ValueError, RecursionError):
-        return pydantic_core.to_json(value, fallback=repr, inf_nan_mode="constants", bytes_mode="base64")
 
 
 class ArgumentHasher:

@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolrun._unicode import json_problem
-from toolrun.approvals._review import describe_changes, make_preview
+from toolrun.approvals._review import describe_changes
 from toolrun.exceptions import ArgumentsError
 from toolrun.results import ErrorCode, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._events import ConfirmationResolved
 from toolrun.runtime._logging import log_exception
+from toolrun.runtime._preview import make_preview
 from toolrun.runtime._stages import _shown_arguments, summarize_call
 from toolrun.store import NO_USER, PendingConfirmation
 from toolrun.tools import ToolCall, ToolContext

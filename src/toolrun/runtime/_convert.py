@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from typing import Any
 
 import pydantic_core
@@ -12,36 +11,9 @@ import pydantic_core
 from toolrun.results import ToolResult
 from toolrun.tools import Tool
 
-__all__ = ["ResultNotJSON", "fast_output_types", "json_safe", "ok_result", "truncate"]
+__all__ = ["fast_output_types", "ok_result", "truncate"]
 
-_SIMPLE = frozenset({str, int, bool, type(None)})
 _SCALARS = frozenset({int, bool, float, type(None)})
-
-
-class ResultNotJSON(Exception):
-    """The value has no JSON form (an object of an unknown type, a cycle, absurd nesting)."""
-
-
-def json_safe(value: Any) -> Any:
-    """`value` as plain JSON data: Pydantic models, dataclasses, datetimes, enums, sets, tuples, bytes
-    (UTF-8 text, else base64) become dicts, lists, strings and numbers; NaN and infinities become null.
-
-    Raises:
-        ResultNotJSON: when no JSON form exists.
-    """
-    kind = type(value)
-    if kind in _SIMPLE:
-        return value
-    if kind is float:
-        return value if math.isfinite(value) else None
-    try:
-        return pydantic_core.to_jsonable_python(value, inf_nan_mode="null", bytes_mode="utf8")
-    except Exception:  # PydanticSerializationError, ValueError (cycles), RecursionError, bad UTF-8
-        pass
-    try:
-        return pydantic_core.to_jsonable_python(value, inf_nan_mode="null", bytes_mode="base64")
-    except Exception:
-        raise ResultNotJSON from None
 
 
 def _marker(total: int, shown: int) -> str:

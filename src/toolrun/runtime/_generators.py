@@ -17,9 +17,9 @@ import time
 from collections.abc import AsyncIterator, Generator
 from typing import Any
 
+from toolrun._json import ResultNotJSON, json_safe
 from toolrun.content import CONTENT_TYPES, ToolOutput
 from toolrun.results import ErrorCode, ToolError
-from toolrun.runtime._convert import ResultNotJSON, json_safe
 from toolrun.tools import ToolContext
 from toolrun.tools._context import ProgressThrottle
 

@@ -30,11 +30,12 @@ from collections.abc import Generator, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from toolrun._json import ResultNotJSON, json_safe
 from toolrun.content import CONTENT_TYPES, ContentError, ToolOutput, as_content
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import _errors
 from toolrun.runtime._budget import apply_budget
-from toolrun.runtime._convert import ResultNotJSON, fast_output_types, json_safe, ok_result, truncate
+from toolrun.runtime._convert import fast_output_types, ok_result, truncate
 from toolrun.runtime._events import ToolRetrying
 from toolrun.runtime._generators import drain
 from toolrun.runtime._invocation import Invocation

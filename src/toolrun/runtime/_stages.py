@@ -17,12 +17,13 @@ from typing import Any
 
 import pydantic_core
 
-from toolrun.approvals._review import find_rule, make_preview
+from toolrun._json import ResultNotJSON, json_safe
+from toolrun.approvals._review import find_rule
 from toolrun.results import ToolResult
 from toolrun.runtime import _errors
-from toolrun.runtime._convert import ResultNotJSON, json_safe
 from toolrun.runtime._events import ConfirmationRequested, ConfirmationResolved
 from toolrun.runtime._invocation import CallNext, Invocation
+from toolrun.runtime._preview import make_preview
 from toolrun.store import (
     NO_USER,
     ApprovalRuleStore,

@@ -12,14 +12,14 @@ mount(host, app, prefix="/assistant", user=current_user)   # inside your own Fas
 Without an app, the task assistant (`toolrun.apps.tasks:app`) is served.
 
 Parts: `schemas` (request/response bodies), `deps` (FastAPI dependencies: state, current user, chat
-service), `routes/<resource>.py` (one router each, listed in `ROUTERS`), `sse` (the toolrun SSE adapter),
+service), `routes/<resource>.py` (one router each, listed in `_app.ROUTERS`), `sse` (the toolrun SSE adapter),
 `migrate` (Alembic). The chat service and its event stream (`ChatService`, `RunHandle`, the events in
 `toolrun.server.events`) are what every wire format adapts; see docs/service.md.
 
 This package needs the `server` extra and is never imported by `import toolrun`.
 """
 
-from toolrun.server._app import ROUTERS, create_app
+from toolrun.server._app import create_app
 from toolrun.server._apps import App, AppError, AppResources, Panel, load_app
 from toolrun.server._errors import ServiceError
 from toolrun.server._mount import mount
@@ -29,7 +29,6 @@ from toolrun.server._state import ServerState
 from toolrun.server._users import Principal, UserStore
 
 __all__ = [
-    "ROUTERS",
     "App",
     "AppError",
     "AppResources",

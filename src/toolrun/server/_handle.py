@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from toolrun.server._errors import ServiceError
-from toolrun.server._events import RunError, RunFinished, ServiceEvent
+from toolrun.server.events import RunError, RunFinished, ServiceEvent
 
 __all__ = ["RunHandle"]
 

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from toolrun.server._events import JobEvent, JobFinished, JobProgress
+from toolrun.server.events import JobEvent, JobFinished, JobProgress
 
 __all__ = ["FINAL", "job_events"]
 

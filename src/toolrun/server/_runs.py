@@ -25,21 +25,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from toolrun import agent as ag  # the agent's events share their names with the service's (`_events`)
+from toolrun import agent as ag  # the agent's events share their names with toolrun.server.events
 from toolrun.agent import Agent, AgentEvent, AgentRun
 from toolrun.models import SystemMessage
 from toolrun.models._history import clean_text
 from toolrun.server import _db
-from toolrun.server._events import (
-    ConfirmationRequired,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallProgress,
-    ToolCallStarted,
-)
 from toolrun.server._fixed import Fixed, transaction
 from toolrun.server._handle import RunHandle
 from toolrun.server._leases import Leases
@@ -55,6 +45,16 @@ from toolrun.server._statements import (
 from toolrun.server._stops import STOPPED_CALL, Trace
 from toolrun.server._users import Principal
 from toolrun.server._views import api_arguments, message_view, pending_item
+from toolrun.server.events import (
+    ConfirmationRequired,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallProgress,
+    ToolCallStarted,
+)
 from toolrun.store import ConfirmationStore
 from toolrun.tools import ToolContext
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolrun.server._events import (
+from toolrun.server.events import (
     ConfirmationRequired,
     RunError,
     RunFinished,

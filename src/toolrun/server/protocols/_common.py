@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from toolrun.approvals._decisions import Approve, InvalidDecisionError, check_decision
-from toolrun.server._events import ConfirmationRequired, ToolCallFinished
+from toolrun.server.events import ConfirmationRequired, ToolCallFinished
 
 __all__ = [
     "CallTracker",

@@ -50,7 +50,8 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from toolrun.server._events import (
+from toolrun.server._responses import json_text
+from toolrun.server.events import (
     ConfirmationRequired,
     JobFinished,
     JobProgress,
@@ -63,7 +64,6 @@ from toolrun.server._events import (
     ToolCallProgress,
     ToolCallStarted,
 )
-from toolrun.server._responses import json_text
 from toolrun.server.protocols._common import (
     CallTracker,
     DecisionError,

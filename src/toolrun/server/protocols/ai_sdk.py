@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolrun.server._events import (
+from toolrun.server._responses import json_text
+from toolrun.server.events import (
     ConfirmationRequired,
     JobFinished,
     JobProgress,
@@ -38,7 +39,6 @@ from toolrun.server._events import (
     ToolCallProgress,
     ToolCallStarted,
 )
-from toolrun.server._responses import json_text
 from toolrun.server.protocols._common import (
     CallTracker,
     DecisionError,

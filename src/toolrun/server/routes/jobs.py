@@ -15,9 +15,9 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from toolrun.models._history import clean_text
 from toolrun.server._errors import PROBLEM_RESPONSES, not_found
-from toolrun.server._events import JobEvent, RunFinished
 from toolrun.server._job_events import job_events
 from toolrun.server.deps import CurrentUser
+from toolrun.server.events import JobEvent, RunFinished
 from toolrun.server.protocols import ai_sdk
 from toolrun.server.protocols.ag_ui import AGUIEncoder
 from toolrun.server.protocols.ai_sdk import AISDKEncoder
