@@ -96,20 +96,7 @@ async def decide_events(
         claimed = await store.claim(confirmation_id, user_id=user, token=token, until=until, now=now)
         seen = None if claimed is not None else await store.find(confirmation_id, user_id=user)
     except Exception as exc:
-        error_id = new_error_id()
-        log_exception(
-            logger,
-            "decision on %s: the run store failed (error_id=%s)",
-            exc,
-            confirmation_id,
-            error_id,
-            redact=not agent.executor.log_exception_messages,
-        )
-        raise DecisionRefusedError(
-            RunErrorCode.STORE_UNAVAILABLE,
-            confirmation_id,
-            f"The run store could not be read (error id {error_id}); nothing was run.",
-        ) from None
+        raise _unavailable(agent, confirmation_id, "run", exc) from None
     if claimed is None:
         if seen is not None:
             raise DecisionRefusedError(
@@ -174,23 +161,29 @@ async def _close_interrupted(
     try:
         await close_interrupted(agent, run, context)
     except Exception as exc:
-        error_id = new_error_id()
-        log_exception(
-            logger,
-            "decision on %s: the confirmation store failed (error_id=%s)",
-            exc,
-            confirmation_id,
-            error_id,
-            redact=not agent.executor.log_exception_messages,
-        )
-        raise DecisionRefusedError(
-            RunErrorCode.STORE_UNAVAILABLE,
-            confirmation_id,
-            f"The confirmation store could not be read (error id {error_id}); nothing was run.",
-        ) from None
+        raise _unavailable(agent, confirmation_id, "confirmation", exc) from None
     if agent.runs is not None:
         await agent.runs.delete(run.run_id)
     results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
     for call in held:
         yield ToolCallFinished(call=call, result=results[call.id], step=run.steps)
     yield RunFinished(run=run)
+
+
+def _unavailable(agent: Agent, confirmation_id: str, store: str, exc: Exception) -> DecisionRefusedError:
+    """The refusal of a decision whose `store` ("run", "confirmation") failed, logged with an error id."""
+    error_id = new_error_id()
+    log_exception(
+        logger,
+        "decision on %s: the %s store failed (error_id=%s)",
+        exc,
+        confirmation_id,
+        store,
+        error_id,
+        redact=not agent.executor.log_exception_messages,
+    )
+    return DecisionRefusedError(
+        RunErrorCode.STORE_UNAVAILABLE,
+        confirmation_id,
+        f"The {store} store could not be read (error id {error_id}); nothing was run.",
+    )
