@@ -353,3 +353,23 @@ async def test_decide_needs_a_run_store() -> None:
     agent = Agent(ScriptedModel(["x"]), ToolRegistry())
     with pytest.raises(ValueError, match="run store"):
         await agent.decide("conf_1", True, context=U1)
+
+
+async def test_a_run_store_that_fails_refuses_the_decision_with_an_error_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Down(InMemoryRunStore):
+        async def claim(self, *args: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("-".join(["secret", "detail"]))  # not in the traceback's source lines
+
+    ran: list[str] = []
+    side = Side(MemoryStores(), GONE, ran, None)
+    side.agent.runs = Down()
+    with pytest.raises(DecisionRefusedError) as refused:
+        await side.agent.decide("conf_x", True, context=U1)
+    assert refused.value.code == RunErrorCode.STORE_UNAVAILABLE and ran == []
+    error_id = str(refused.value).split("error id ")[1].split(")")[0]
+    logged = [r for r in caplog.records if error_id in r.getMessage()]
+    assert logged and "the run store failed" in logged[0].getMessage()
+    assert "secret-detail" not in caplog.text  # the executor does not log exception messages by default
+    assert "ConnectionError: [message redacted by toolrun]" in caplog.text
