@@ -62,11 +62,15 @@ class Page:
             lambda d: (e := d.find_element(By.ID, element_id)).is_displayed() and e.is_enabled() and e, what
         ).click()
 
-    def send(self, text: str) -> None:
-        box = self.wait(  # the composer takes input once the page has loaded (a busy machine is slow to)
+    def composer(self) -> Any:
+        """The message box, once it takes input (after sign-in has answered: later on a busy machine)."""
+        return self.wait(
             lambda d: (e := d.find_element(By.ID, "message")).is_displayed() and e.is_enabled() and e,
             "the message box to take input",
         )
+
+    def send(self, text: str) -> None:
+        box = self.composer()
         box.clear()
         box.send_keys(text)
         box.send_keys(Keys.ENTER)  # Enter sends

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _type(page: Page, text: str) -> None:
-    box = page.driver.find_element(By.ID, "message")
+    box = page.composer()
     box.clear()
     box.send_keys(text)
     box.send_keys(Keys.ENTER)

@@ -41,7 +41,7 @@ def open_page(browser: WebDriver, live: LiveServer, axe: str, token: str) -> Sta
 
 def type_and_send(page: States, text: str) -> None:
     """Send without waiting for the answer (the page is to be seen while it works)."""
-    box = page.driver.find_element(By.ID, "message")
+    box = page.composer()
     box.clear()
     box.send_keys(text, Keys.ENTER)
 
