@@ -143,11 +143,17 @@ async def test_the_jobs_stream_sends_progress_then_the_end_once(
     job_id = _job_id((await alice.post("/api/v1/chat", json={"message": "crunch 21"})).json())
     listening = asyncio.create_task(alice.get("/api/v1/jobs/events", params={"until_idle": "true"}))
 
-    async def progressed() -> Any:
-        return (await alice.get(f"/api/v1/jobs/{job_id}")).json()["progress"]
+    jobs = service.app.state.toolrun_jobs
+    listed, seen = jobs.list_jobs, asyncio.Event()
 
-    await _until(progressed)
-    await asyncio.sleep(0.6)  # the stream reads the store every 0.5 s: it has seen the progress
+    async def list_jobs(*args: Any, **kwargs: Any) -> Any:  # what the stream reads, every 0.5 s
+        found = await listed(*args, **kwargs)
+        if any(j["id"] == job_id and j["progress"] for j in found):
+            seen.set()
+        return found
+
+    jobs.list_jobs = list_jobs
+    await asyncio.wait_for(seen.wait(), 20)  # the stream has read the progress: it sends it
     GATE["21"].set()
     response = await asyncio.wait_for(listening, 30)
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
@@ -272,8 +278,18 @@ async def test_a_cancelled_blocking_job_holds_its_place_until_its_thread_has_sto
     assert "Too many background jobs" in said
     assert [j["id"] for j in (await alice.get("/api/v1/jobs")).json()["jobs"]] == [job_id]
     # The job's runner reads the cancel from the store every quarter of a second (it may run in another
-    # process): a thread released before it has read it ends the job as it finished. Give it four reads.
-    await asyncio.sleep(1.0)
+    # process): a thread released before it has read it ends the job as it finished. Wait for that read.
+    jobs = blocking.app.state.toolrun_jobs
+    status, read = jobs.status, asyncio.Event()
+
+    async def read_status(asked: str) -> Any:
+        found = await status(asked)
+        if asked == job_id and found == "cancelling":
+            read.set()
+        return found
+
+    jobs.status = read_status
+    await asyncio.wait_for(read.wait(), 20)
     RELEASE["d1"].set()  # the thread returns: only now has the job stopped
 
     async def ended() -> Any:
