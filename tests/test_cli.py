@@ -408,13 +408,21 @@ class Terminal:
         os.close(self.master)
         return code
 
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """A process still running when the test ends (it failed) is killed, not left behind."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_chat_in_a_terminal_asks_after_the_trace_in_whole_words(env: Path) -> None:
     title = "Renew the passport before the summer holidays start in June"
-    term = Terminal(["chat"], columns=60)
-    try:
+    with Terminal(["chat"], columns=60) as term:
         banner = term.expect("you>")
         assert banner.lstrip().startswith("toolrun chat — in-process server, the demo model")
         term.type(f"add {title}")
@@ -434,10 +442,6 @@ def test_chat_in_a_terminal_asks_after_the_trace_in_whole_words(env: Path) -> No
         term.expect("Deleted task")
         term.type("exit")
         code = term.close()
-    finally:
-        if term.proc.poll() is None:
-            term.proc.kill()
-            term.proc.wait()
     assert code == 0
     assert term.seen.count("demo model") == 1 and "Traceback" not in term.seen
 
@@ -546,8 +550,7 @@ def test_ctrl_c_that_another_thread_catches_still_clears_the_prompt() -> None:
         "    print('interrupted')\n"
         "print('line:', _read_line(console))\n"
     )
-    term = Terminal([], controlling=True, code=f"exec({script!r})")
-    try:
+    with Terminal([], controlling=True, code=f"exec({script!r})") as term:
         term.expect("you>", timeout=20)
         term.type("half a line", end="\x03")
         term.expect("interrupted", timeout=20)
@@ -555,18 +558,13 @@ def test_ctrl_c_that_another_thread_catches_still_clears_the_prompt() -> None:
         term.type("the next line")
         term.expect("line: the next line", timeout=20)
         code = term.close()
-    finally:
-        if term.proc.poll() is None:
-            term.proc.kill()
-            term.proc.wait()
     assert code == 0, term.seen
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_ctrl_c_at_the_chat_prompt_clears_the_line_as_a_shell_does(env: Path) -> None:
-    term = Terminal(["chat"], controlling=True)
-    try:
+    with Terminal(["chat"], controlling=True) as term:
         term.expect("you>")
         term.type("add Buy the dropped milk", end="\x03")  # typed, then Ctrl-C instead of Enter
         term.expect("\nyou>")  # a new prompt on a new line at once, nothing sent
@@ -574,10 +572,6 @@ def test_ctrl_c_at_the_chat_prompt_clears_the_line_as_a_shell_does(env: Path) ->
         created = term.expect("you>", timeout=60)
         term.type("exit")
         code = term.close()
-    finally:
-        if term.proc.poll() is None:
-            term.proc.kill()
-            term.proc.wait()
     assert code == 0, term.seen
     assert "Water the plants" in created and "dropped milk" not in created
     assert term.seen.count("Created ") == 1 and "Traceback" not in term.seen

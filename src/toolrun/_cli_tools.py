@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolrun._cli_shared import safe_url
+from toolrun._sync import run_sync
 
 __all__ = [
     "TargetError",
@@ -22,7 +23,6 @@ __all__ = [
     "check_database",
     "close_toolsets",
     "fetch_toolsets",
-    "run_sync",
 ]
 
 
@@ -71,20 +71,6 @@ def check_database(url: str) -> None:
     if revision != head:
         state = "has no toolrun tables" if revision is None else f"is at revision {revision}, not {head}"
         raise TargetError(f"The task database at {shown} {state}: run `toolrun db upgrade` first.")
-
-
-def run_sync(coro: Any) -> Any:
-    """Run `coro` to its end from sync code, in a thread of its own when an event loop is running here."""
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def app_tools(settings: Any = None, *, connect: bool = True) -> tuple[Any, list[Any]]:

@@ -22,7 +22,7 @@ from toolrun.agent._run import REFUSALS, AgentRun, DecisionRefusedError, Invalid
 from toolrun.approvals._decisions import Approve, Deny, check_decisions
 from toolrun.runtime._errors import new_error_id
 from toolrun.runtime._logging import log_exception
-from toolrun.store import NO_USER, PausedRun
+from toolrun.store import NO_USER, PausedRun, RunStore
 from toolrun.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ async def decide_events(
             if isinstance(event, RunFinished):
                 if claimed.taken_over and run.error_code == RunErrorCode.CONFIRMATION_UNKNOWN:
                     # The last decider stopped after consuming a confirmation of this run: close it.
-                    async for closing in _close_interrupted(agent, claimed, ctx, confirmation_id):
+                    async for closing in _close_interrupted(agent, store, claimed, ctx, confirmation_id):
                         yield closing
                     finished = True
                     return
@@ -152,7 +152,7 @@ async def decide_events(
 
 
 async def _close_interrupted(
-    agent: Agent, claimed: PausedRun, context: ToolContext[Any], confirmation_id: str
+    agent: Agent, store: RunStore, claimed: PausedRun, context: ToolContext[Any], confirmation_id: str
 ) -> AsyncIterator[AgentEvent]:
     """The events of closing a run whose last decider stopped mid-decision (`close_interrupted`), forgotten
     by the store once closed."""
@@ -162,8 +162,7 @@ async def _close_interrupted(
         await close_interrupted(agent, run, context)
     except Exception as exc:
         raise _unavailable(agent, confirmation_id, "confirmation", exc) from None
-    if agent.runs is not None:
-        await agent.runs.delete(run.run_id)
+    await store.delete(run.run_id)
     results = {r.call.id: r.result for r in run.tool_calls if r.step == run.steps}
     for call in held:
         yield ToolCallFinished(call=call, result=results[call.id], step=run.steps)

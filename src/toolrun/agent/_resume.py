@@ -246,7 +246,8 @@ async def close_interrupted(agent: Agent, run: AgentRun, context: ToolContext[An
     started); the others are withdrawn and did not run. Ends `failed`, `DECISION_INTERRUPTED`.
 
     Raises:
-        Exception: the confirmation store failed (nothing was changed that a later decision could not see).
+        Exception: the confirmation store failed. A held call withdrawn before it stays withdrawn, and the
+            run stays stored, so a later decision on it is refused.
     """
     ctx = agent._context(run, context)
     for pending in run.pending:

@@ -26,10 +26,7 @@ async generator tool's partial results) are written to the graph's custom stream
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -37,6 +34,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel
 
+from toolrun._sync import run_sync
 from toolrun.registry import ToolRegistry, ToolSet
 from toolrun.results import ToolError, ToolResult
 from toolrun.runtime import ToolExecutor
@@ -163,18 +161,6 @@ class _ExecutorTool(StructuredTool):
     def _to_args_and_kwargs(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> Any:
         args, kwargs = super()._to_args_and_kwargs(tool_input, tool_call_id)
         return args, {**kwargs, _CALL_ID: tool_call_id}
-
-
-def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine from sync code: in this thread, or in a fresh one (with this thread's context
-    variables) if an event loop already runs here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, asyncio.run, coro).result()
 
 
 def to_langchain(

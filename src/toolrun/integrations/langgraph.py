@@ -23,8 +23,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import interrupt
 
+from toolrun._sync import run_sync
 from toolrun.agent._planner import PlanError, PlannerOutput, parse_plan, planner_prompt, repair_prompt
-from toolrun.integrations.langchain import progress_to_stream, run_sync, stream_writer, tool_message
+from toolrun.integrations.langchain import progress_to_stream, stream_writer, tool_message
 from toolrun.models import AssistantMessage, Model, ModelRequest, UserMessage
 from toolrun.models import SystemMessage as TRSystemMessage
 from toolrun.registry import ToolSet

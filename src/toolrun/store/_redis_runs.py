@@ -6,7 +6,6 @@ number of racing decisions gets a run (the argument and the key layout are in `t
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -160,8 +159,7 @@ class RedisRunStore(_RedisStore):
         if taken is None:
             return None
         record, taken_over = taken
-        run = _paused_run(json.loads(record), user_id, token, until)
-        return dataclasses.replace(run, taken_over=bool(taken_over))
+        return _paused_run(json.loads(record), user_id, token, until, taken_over=bool(taken_over))
 
     async def find(self, confirmation_id: str, *, user_id: str) -> PausedRun | None:
         """The run waiting for `confirmation_id`, without claiming it; None when unknown or another user's."""
@@ -192,7 +190,14 @@ class RedisRunStore(_RedisStore):
         return int(await self._purge(keys=[self._expiry_key], args=[self.key_prefix, repr(float(now))]))
 
 
-def _paused_run(record: Mapping[str, Any], user_id: str, token: str | None, until: float | None) -> PausedRun:
+def _paused_run(
+    record: Mapping[str, Any],
+    user_id: str,
+    token: str | None,
+    until: float | None,
+    *,
+    taken_over: bool = False,
+) -> PausedRun:
     return PausedRun(
         run_id=record["run_id"],
         user_id=user_id,
@@ -202,4 +207,5 @@ def _paused_run(record: Mapping[str, Any], user_id: str, token: str | None, unti
         expires_at=float(record["expires_at"]),
         claim_token=token,
         claimed_until=until,
+        taken_over=taken_over,
     )
